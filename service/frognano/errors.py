@@ -1,0 +1,44 @@
+"""The exception tree: every error FrogNano raises on purpose derives from FrogNanoError.
+
+    FrogNanoError
+    ├── ConfigError            settings or options are wrong; the message says which and how to fix
+    ├── UnsafePathError        a path would leave the sandbox (relative, outside its roots, a
+    │                          symlink out of an uploaded tree); also a ValueError
+    └── SandboxError           the sandbox itself failed, not a command inside it
+        ├── SandboxUnavailable no isolation mechanism works on this host
+        ├── SandboxStartError  the sandbox could not be created or a command could not start in it
+        └── SandboxClosed      an operation on a sandbox that was already closed
+
+A command that fails, times out or crashes inside a sandbox is not an exception: it comes back
+as an `ExecResult`. File operations raise the built-in `FileNotFoundError`, `IsADirectoryError`
+and `PermissionError` (or `OSError` with the errno) for problems with the file itself, as
+`pathlib` does.
+"""
+
+
+class FrogNanoError(Exception):
+    """Base of every error raised on purpose by FrogNano."""
+
+
+class ConfigError(FrogNanoError):
+    """Settings, options or files given to FrogNano are invalid; the message says how to fix them."""
+
+
+class UnsafePathError(FrogNanoError, ValueError):
+    """A path would reach outside the sandbox or outside the tree being copied into it."""
+
+
+class SandboxError(FrogNanoError):
+    """The sandbox itself failed: it could not start, died, or was misused after closing."""
+
+
+class SandboxUnavailable(SandboxError):
+    """No isolation mechanism works on this host; the message says what to install or change."""
+
+
+class SandboxStartError(SandboxError):
+    """Creating the sandbox, or starting a command inside it, failed before the command ran."""
+
+
+class SandboxClosed(SandboxError):
+    """The sandbox was already closed."""

@@ -1,0 +1,70 @@
+"""Structured logging: JSON lines in clusters, readable console output locally."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import IO, Any, cast
+
+import structlog
+from structlog.contextvars import bound_contextvars
+from structlog.typing import FilteringBoundLogger, Processor
+
+__all__ = ["bound_contextvars", "configure_logging", "get_logger"]
+
+
+def configure_logging(
+    fmt: str = "console", level: str = "INFO", stream: IO[str] | None = None
+) -> None:
+    """Route structlog and the standard library's logging (uvicorn, arq) to one stream.
+
+    Context bound with `bound_contextvars(run_id=..., repo=...)` appears on every line logged
+    inside the block, including lines from libraries that use `logging`.
+    """
+    out = stream if stream is not None else sys.stderr
+    shared: list[Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+    ]
+    renderer: Processor
+    if fmt == "json":
+        shared.append(structlog.processors.dict_tracebacks)
+        renderer = structlog.processors.JSONRenderer()
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
+
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+
+
+def get_logger(name: str, **context: Any) -> FilteringBoundLogger:
+    """A logger for one module, optionally with fixed context.
+
+    It writes through the standard library's `logging.getLogger(name)`, so until
+    `configure_logging` runs (FrogNano used as a library) it is as quiet as any library:
+    warnings and errors on stderr, nothing on stdout. The configuration is looked up at each
+    call, so module-level loggers made at import time follow it once it is set.
+    """
+    logger = structlog.wrap_logger(
+        logging.getLogger(name), wrapper_class=structlog.stdlib.BoundLogger
+    )
+    return cast(FilteringBoundLogger, logger.bind(**context) if context else logger)
