@@ -1,0 +1,218 @@
+"""The `frognano` command: builds Settings once, then wires and starts what was asked for."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from frognano import __version__
+from frognano.errors import ConfigError, FrogNanoError, SandboxUnavailable, UnsafePathError
+from frognano.log import configure_logging
+from frognano.sandbox import SandboxOptions, create_sandbox
+from frognano.sandbox.netcheck import (
+    DEFAULT_PROBES,
+    ProbeResult,
+    check_network,
+    host_listener,
+    loopback_service,
+)
+from frognano.settings import Settings, load_settings
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="frognano",
+    help="Draft pull requests with the FrogNano-4B coding agent, in sandboxes without network.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+sandbox_app = typer.Typer(
+    help="Check and use the sandboxes that agent commands run in.", no_args_is_help=True
+)
+app.add_typer(sandbox_app, name="sandbox")
+
+out = Console()
+err = Console(stderr=True)
+
+SandboxChoice = Annotated[
+    str | None,
+    typer.Option("--sandbox", help="Backend: local or kubernetes (default: FROGNANO_SANDBOX)."),
+]
+PythonEnvOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--python-env",
+        help="Python environment to mount read-only and put first on PATH "
+        "(default: FROGNANO_PYTHON_ENV, else REPO_DIR/.venv, else the one running frognano).",
+        file_okay=False,
+    ),
+]
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine so that SIGTERM, like Ctrl-C, cancels it and its cleanup runs."""
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await coro
+
+    try:
+        return asyncio.run(main())
+    except (ConfigError, SandboxUnavailable, UnsafePathError) as exc:
+        _fail(str(exc), 2)
+    except FrogNanoError as exc:
+        _fail(str(exc), 1)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    except asyncio.CancelledError:
+        err.print("terminated")
+        raise typer.Exit(143) from None
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    settings = ctx.find_root().obj
+    assert isinstance(settings, Settings)
+    return settings
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"frognano {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                     callback=_version),
+    ] = False,
+) -> None:
+    """FrogNano drafts pull requests for labelled issues with a small coding agent that works
+    in a sandbox without network; a human reviews every draft.
+
+    Settings come from FROGNANO_* environment variables (see docs/configuration.md).
+    """
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        _fail(str(exc), 2)
+    configure_logging(settings.log_format, settings.log_level)
+    ctx.obj = settings
+
+
+@sandbox_app.command("check-network")
+def check_network_command(
+    ctx: typer.Context,
+    sandbox: SandboxChoice = None,
+    python_env: PythonEnvOption = None,
+) -> None:
+    """Prove that a sandbox has no network: every connection attempt from inside must fail.
+
+    Probes the Internet (IPv4 and IPv6), public DNS, the cloud metadata address, name
+    resolution, a server this command starts on the host's 127.0.0.1, and the Redis of
+    FROGNANO_REDIS_URL when it is on this host. Exits 1 if anything got through.
+    """
+    settings = _settings(ctx)
+    backend = sandbox or settings.sandbox
+
+    async def probe() -> list[ProbeResult]:
+        options = SandboxOptions.from_settings(settings, python_env=python_env)
+        async with host_listener() as (port, reached):
+            async with await create_sandbox(backend, options) as box:
+                probes = [*DEFAULT_PROBES]
+                for url, name in ((f"tcp://127.0.0.1:{port}", "server on the host's loopback"),
+                                  (settings.redis_url, "Redis of FROGNANO_REDIS_URL")):
+                    found = loopback_service(url, name)
+                    if found is not None:
+                        probes.append(found)
+                results = await check_network(box, probes)
+            if reached:
+                results.append(ProbeResult("host listener", f"127.0.0.1:{port}", False,
+                                           f"accepted {len(reached)} connection(s)"))
+            return results
+
+    results = _run(probe())
+    table = Table(title=f"Network probes from a {backend} sandbox")
+    for column in ("probe", "target", "result", "detail"):
+        table.add_column(column)
+    for result in results:
+        verdict = "[green]blocked[/]" if result.blocked else "[bold red]REACHED[/]"
+        table.add_row(result.name, result.target, verdict, result.detail)
+    out.print(table)
+    if not all(result.blocked for result in results):
+        _fail("the sandbox reached the network; do not run agents on this host", 1)
+    out.print("No probe got out: the sandbox has no network.")
+
+
+@sandbox_app.command("run", context_settings={"allow_interspersed_args": False})
+def run_command(
+    ctx: typer.Context,
+    repo_dir: Annotated[
+        Path,
+        typer.Argument(help="Directory copied to /workspace (the copy is thrown away after).",
+                       exists=True, file_okay=False),
+    ],
+    command: Annotated[
+        list[str],
+        typer.Argument(help="Command to run, after `--`. One argument is a bash command line; "
+                       "several are quoted word by word."),
+    ],
+    python_env: PythonEnvOption = None,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds before everything is killed.", min=1)
+    ] = 600,
+    sandbox: SandboxChoice = None,
+) -> None:
+    """Run a command in a fresh sandbox holding a copy of REPO_DIR, and exit with its status.
+
+    Example: frognano sandbox run examples/calculator -- python -m pytest -q
+    """
+    settings = _settings(ctx)
+    backend = sandbox or settings.sandbox
+    line = command[0] if len(command) == 1 else shlex.join(command)
+    source = repo_dir.resolve()
+
+    async def go() -> tuple[int | None, str, bool]:
+        options = SandboxOptions.from_settings(settings, repo_dir=source, python_env=python_env)
+        async with await create_sandbox(backend, options) as box:
+            exclude = []
+            env = getattr(box, "python_env", None)
+            if env is not None and env.prefix.is_relative_to(source):
+                # Already mounted read-only at its own path; copying it would only cost time.
+                exclude.append(str(env.prefix.relative_to(source)))
+            await box.upload_tree(source, exclude=exclude)
+            result = await box.exec(line, timeout=timeout)
+            return result.exit_code, result.output, result.timed_out
+
+    code, output, timed_out = _run(go())
+    sys.stdout.write(output)
+    sys.stdout.flush()
+    if timed_out:
+        _fail(f"the command was killed after {timeout:g}s", 124)
+    raise typer.Exit(code if code is not None else 1)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

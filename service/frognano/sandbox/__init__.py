@@ -1,0 +1,28 @@
+"""Sandboxes: where every command the agent chooses runs, isolated from the host."""
+
+from frognano.sandbox.base import (
+    DEFAULT_OUTPUT_LIMIT,
+    DEFAULT_TIMEOUT,
+    HOME,
+    TMP,
+    WORKSPACE,
+    ExecResult,
+    Sandbox,
+    SandboxLimits,
+    SandboxOptions,
+)
+from frognano.sandbox.registry import BACKENDS, create_sandbox
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_OUTPUT_LIMIT",
+    "DEFAULT_TIMEOUT",
+    "HOME",
+    "TMP",
+    "WORKSPACE",
+    "ExecResult",
+    "Sandbox",
+    "SandboxLimits",
+    "SandboxOptions",
+    "create_sandbox",
+]

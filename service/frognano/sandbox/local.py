@@ -1,0 +1,364 @@
+"""The local backend: Linux namespaces on this host, for laptops, CI and researchers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import secrets
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from frognano.errors import SandboxClosed, SandboxStartError
+from frognano.log import get_logger
+from frognano.sandbox.base import (
+    HOME,
+    RawResult,
+    SandboxBase,
+    SandboxLimits,
+    SandboxOptions,
+)
+from frognano.sandbox.isolation import (
+    HOST_UID_RANGE,
+    INNER_UID,
+    LAUNCH_ENV,
+    BwrapLauncher,
+    Layout,
+    UnshareLauncher,
+    choose_mechanism,
+)
+from frognano.sandbox.output import HeadTail
+from frognano.sandbox.pyenv import PythonEnv, resolve_python_env
+
+log = get_logger(__name__)
+
+# After a kill, how long to wait for the pipes to close before giving up on the rest.
+KILL_GRACE = 5.0
+_CHUNK = 64 * 1024
+BASE_PREFIX = "frognano-sandbox-"
+
+
+def _passwd(uid: int) -> tuple[str, str]:
+    passwd = (
+        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"sandbox:x:{uid}:{uid}:FrogNano sandbox:{HOME}:/bin/bash\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    )
+    group = f"root:x:0:\nsandbox:x:{uid}:\nnogroup:x:65534:\n"
+    return passwd, group
+
+
+def _clamp(value: int, which: int) -> int:
+    """A limit no higher than the hard limit this process has (lowering is always allowed)."""
+    _, hard = resource.getrlimit(which)
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete a sandbox's host directory even where commands made parts of it unwritable."""
+    if not path.name.startswith(BASE_PREFIX):
+        raise ValueError(f"refusing to delete {path}: not a sandbox directory")
+
+    def retry(func: Callable[..., Any], failed: str, _exc: BaseException) -> None:
+        parent = os.path.dirname(failed)
+        with contextlib.suppress(OSError):
+            os.chmod(parent, stat.S_IRWXU)
+            os.chmod(failed, stat.S_IRWXU)
+        with contextlib.suppress(FileNotFoundError):
+            func(failed)
+
+    # rmtree does not follow symlinks, so links the sandbox planted cannot redirect it.
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=retry)
+    else:
+        shutil.rmtree(path, onerror=lambda func, failed, info: retry(func, failed, info[1]))
+
+
+def _finalize(base: Path, holder_pids: list[int]) -> None:
+    # Last resort when a sandbox is garbage-collected or the interpreter exits unclosed.
+    for pid in holder_pids:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        _remove_tree(base)
+
+
+class LocalSandbox(SandboxBase):
+    """Each command runs in fresh pid, network, IPC and UTS namespaces over a per-sandbox
+    root filesystem: system directories read-only, a private /workspace, /tmp and home, and
+    the chosen Python environment read-only. No process outlives the command that started it.
+    """
+
+    backend: ClassVar[str] = "local"
+
+    def __init__(
+        self,
+        layout: Layout,
+        launcher: BwrapLauncher | UnshareLauncher,
+        limits: SandboxLimits,
+        python_env: PythonEnv,
+        host_uid: int | None,
+    ) -> None:
+        self.layout = layout
+        self.mechanism = launcher.name
+        self.python_env = python_env
+        self.host_uid = host_uid
+        """The host uid commands run as when root launched them (None: the invoking user)."""
+        self._launcher = launcher
+        self._limits = limits
+        self._closed = False
+        self._running: set[asyncio.subprocess.Process] = set()
+        self._holder_pids: list[int] = []
+        self._finalizer = weakref.finalize(self, _finalize, layout.base, self._holder_pids)
+
+    @classmethod
+    async def create(cls, options: SandboxOptions) -> LocalSandbox:
+        """Build a sandbox with an empty /workspace; raise SandboxError if that is impossible."""
+        mechanism = await asyncio.to_thread(choose_mechanism, options.local_mechanism)
+        python_env = resolve_python_env(options.python_env, options.repo_dir)
+        # Root hands each sandbox a fresh unprivileged host uid; anyone else runs it as self.
+        host_uid: int | None = None
+        if os.geteuid() == 0:
+            span = HOST_UID_RANGE[1] - HOST_UID_RANGE[0]
+            host_uid = HOST_UID_RANGE[0] + secrets.randbelow(span)
+        inner_uid = host_uid if mechanism == "unshare" and host_uid is not None else INNER_UID
+        layout = await asyncio.to_thread(_make_layout, python_env, inner_uid, host_uid)
+        launcher: BwrapLauncher | UnshareLauncher
+        try:
+            if mechanism == "unshare":
+                assert host_uid is not None
+                launcher = UnshareLauncher(layout, host_uid)
+            else:
+                launcher = BwrapLauncher(layout, host_uid)
+            sandbox = cls(layout, launcher, options.limits, python_env, host_uid)
+        except BaseException:
+            await asyncio.to_thread(_remove_tree, layout.base)
+            raise
+        try:
+            await launcher.start()
+            if isinstance(launcher, UnshareLauncher) and launcher.holder_pid is not None:
+                sandbox._holder_pids.append(launcher.holder_pid)
+            # One trivial command proves the whole chain works before anyone relies on it.
+            probe = await sandbox.exec("true", timeout=60)
+            if not probe.ok:
+                raise SandboxStartError(f"the sandbox's first command failed: {probe.output}")
+        except BaseException:
+            await sandbox.close()
+            raise
+        log.debug("sandbox.created", mechanism=mechanism, base=str(layout.base),
+                  python_env=str(python_env.prefix))
+        return sandbox
+
+    def _limit_args(self) -> list[str]:
+        limits = self._limits
+        return [
+            str(_clamp(limits.processes, resource.RLIMIT_NPROC)),
+            str(_clamp(limits.open_files, resource.RLIMIT_NOFILE)),
+            str(max(1, _clamp(limits.file_size_bytes, resource.RLIMIT_FSIZE) // 1024)),
+            str(max(1, _clamp(limits.memory_bytes, resource.RLIMIT_AS) // 1024)),
+        ]
+
+    async def _spawn(
+        self,
+        script: str,
+        args: Sequence[str],
+        *,
+        cwd: str,
+        timeout: float,
+        stdin: bytes | int | None,
+        output_limit: int,
+        split: bool,
+    ) -> RawResult:
+        if self._closed:
+            raise SandboxClosed("the sandbox is closed")
+        status_read, status_write = os.pipe()
+        os.set_blocking(status_read, False)
+        argv = self._launcher.argv([str(status_write), *self._limit_args(), cwd, script, *args])
+        feed = stdin if isinstance(stdin, bytes) else None
+        stdin_arg: int = (
+            asyncio.subprocess.DEVNULL if stdin is None
+            else asyncio.subprocess.PIPE if feed is not None
+            else int(stdin)
+        )
+        started = time.monotonic()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=stdin_arg,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE if split else asyncio.subprocess.STDOUT,
+                env=LAUNCH_ENV,
+                pass_fds=(status_write,),
+                start_new_session=True,
+                cwd="/",
+            )
+        except OSError as exc:
+            os.close(status_read)
+            raise SandboxStartError(f"could not launch the sandbox ({argv[0]}): {exc}") from exc
+        finally:
+            os.close(status_write)
+        self._running.add(proc)
+        try:
+            raw = await self._collect(proc, feed, timeout, output_limit, split, started)
+        finally:
+            self._running.discard(proc)
+            try:
+                marker = os.read(status_read, 64)
+            except BlockingIOError:
+                marker = b""
+            os.close(status_read)
+        if not marker.startswith(b"started"):
+            if self._closed:
+                raise SandboxClosed("the sandbox was closed while a command was starting")
+            detail = raw.output.decode("utf-8", "replace").strip()
+            if raw.timed_out:
+                detail = f"it did not start within {timeout:g}s"
+            raise SandboxStartError(f"the sandbox failed to start a command: {detail}")
+        return raw
+
+    async def _collect(
+        self,
+        proc: asyncio.subprocess.Process,
+        feed: bytes | None,
+        timeout: float,
+        output_limit: int,
+        split: bool,
+        started: float,
+    ) -> RawResult:
+        merged = HeadTail(output_limit)
+        out = HeadTail(output_limit) if split else None
+        err = HeadTail(output_limit) if split else None
+
+        async def pump(stream: asyncio.StreamReader | None, own: HeadTail | None) -> None:
+            assert stream is not None
+            while chunk := await stream.read(_CHUNK):
+                merged.write(chunk)
+                if own is not None:
+                    own.write(chunk)
+
+        async def feed_stdin() -> None:
+            if proc.stdin is None:
+                return
+            # A command that exits without reading its input is not an error.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                if feed:
+                    proc.stdin.write(feed)
+                    await proc.stdin.drain()
+                proc.stdin.close()
+                await proc.stdin.wait_closed()
+
+        tasks = [
+            asyncio.create_task(pump(proc.stdout, out)),
+            asyncio.create_task(feed_stdin()),
+            asyncio.create_task(proc.wait()),
+        ]
+        if split:
+            tasks.append(asyncio.create_task(pump(proc.stderr, err)))
+        timed_out = False
+        try:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            if pending:
+                timed_out = True
+                self._kill(proc)
+                _, pending = await asyncio.wait(pending, timeout=KILL_GRACE)
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    log.warning("sandbox.kill_incomplete", pid=proc.pid)
+        except BaseException:
+            # Cancelled (Ctrl-C, job cancel): nothing the command started may survive.
+            self._kill(proc)
+            for task in tasks:
+                task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_GRACE)
+            raise
+        for task in tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise SandboxStartError(f"lost contact with the sandbox: {task.exception()}")
+        code = proc.returncode
+        if timed_out:
+            code = None
+        elif code is not None and code < 0:
+            code = 128 - code  # the launcher itself died of a signal (OOM killer, for one)
+        return RawResult(
+            exit_code=code,
+            output=merged.getvalue(),
+            duration=time.monotonic() - started,
+            timed_out=timed_out,
+            truncated=merged.truncated,
+            stdout=None if out is None else out.getvalue(),
+            stderr=None if err is None else err.getvalue(),
+        )
+
+    def _kill(self, proc: asyncio.subprocess.Process) -> None:
+        # The launcher and the namespace's pid 1 share a process group; pid 1 dying takes
+        # every process of the namespace with it, setsid escapees and daemons included.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    async def close(self) -> None:
+        """Kill everything still running, release the namespaces and delete the host files."""
+        if self._closed:
+            return
+        self._closed = True
+        for proc in list(self._running):
+            self._kill(proc)
+        await self._launcher.stop()
+        await asyncio.to_thread(_remove_tree, self.layout.base)
+        self._finalizer.detach()
+        log.debug("sandbox.closed", base=str(self.layout.base))
+
+
+def _make_layout(python_env: PythonEnv, inner_uid: int, owner: int | None) -> Layout:
+    base = Path(tempfile.mkdtemp(prefix=BASE_PREFIX))
+    try:
+        dirs = {name: base / name for name in ("workspace", "tmp", "home", "rootfs")}
+        for path in dirs.values():
+            path.mkdir()
+        dirs["tmp"].chmod(0o1777)
+        passwd, group = _passwd(inner_uid)
+        (base / "passwd").write_text(passwd, encoding="utf-8")
+        (base / "group").write_text(group, encoding="utf-8")
+        if owner is not None:
+            # Root launches commands as `owner`; it must own what the sandbox writes to.
+            for path in (base, dirs["workspace"], dirs["tmp"], dirs["home"]):
+                os.chown(path, owner, owner)
+    except BaseException:
+        _remove_tree(base)
+        raise
+    path = ":".join(dict.fromkeys([str(python_env.bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]))
+    env = {
+        "PATH": path,
+        "HOME": HOME,
+        "USER": "sandbox",
+        "LOGNAME": "sandbox",
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+        "TMPDIR": "/tmp",
+    }
+    if python_env.is_venv:
+        env["VIRTUAL_ENV"] = str(python_env.prefix)
+    return Layout(
+        base=base,
+        workspace=dirs["workspace"],
+        tmp=dirs["tmp"],
+        home=dirs["home"],
+        passwd=base / "passwd",
+        group=base / "group",
+        rootfs=dirs["rootfs"],
+        readonly=python_env.mounts,
+        env=env,
+    )
