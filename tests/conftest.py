@@ -1,0 +1,115 @@
+"""Shared fixtures: real sandboxes of each mechanism, and helpers to inspect host processes."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from frognano.errors import SandboxUnavailable
+from frognano.sandbox import SandboxLimits, SandboxOptions
+from frognano.sandbox.isolation import choose_mechanism
+from frognano.sandbox.local import LocalSandbox
+
+# Set by .ci/run: a mechanism that cannot run here fails the suite instead of being skipped,
+# so CI always exercises both. (Not FROGNANO_*: that prefix is reserved for settings.)
+STRICT = os.environ.get("FNTEST_REQUIRE_ALL_MECHANISMS") == "1"
+MECHANISMS = ("unshare", "bwrap")
+
+MakeSandbox = Callable[..., Awaitable[LocalSandbox]]
+
+
+def require_mechanism(name: str) -> None:
+    try:
+        choose_mechanism(name)
+    except SandboxUnavailable as exc:
+        if STRICT:
+            pytest.fail(f"{name} sandbox unavailable in strict mode: {exc}")
+        pytest.skip(f"{name} sandbox unavailable here: {exc}")
+
+
+def options_for(mechanism: str, **kwargs: object) -> SandboxOptions:
+    """Options that work for `mechanism` on this host.
+
+    bwrap started by root drops to an unprivileged uid, which cannot reach a Python installed
+    under /root (pyenv); the system's own /usr Python serves those tests instead.
+    """
+    if mechanism == "bwrap" and os.geteuid() == 0 and "python_env" not in kwargs:
+        kwargs["python_env"] = Path("/usr")
+    return SandboxOptions(local_mechanism=mechanism, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=MECHANISMS)
+def mechanism(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    require_mechanism(name)
+    return name
+
+
+@pytest.fixture
+async def sandbox(mechanism: str) -> AsyncIterator[LocalSandbox]:
+    box = await LocalSandbox.create(options_for(mechanism))
+    try:
+        yield box
+    finally:
+        await box.close()
+
+
+@pytest.fixture
+def make_sandbox(mechanism: str) -> MakeSandbox:
+    """Factory for sandboxes with custom limits; each test closes what it makes."""
+
+    async def make(limits: SandboxLimits | None = None, **kwargs: object) -> LocalSandbox:
+        if limits is not None:
+            kwargs["limits"] = limits
+        return await LocalSandbox.create(options_for(mechanism, **kwargs))
+
+    return make
+
+
+def processes_with(prefix: str) -> list[int]:
+    """Host pids whose command line starts with `prefix` (the commands themselves, not the
+    launchers whose arguments mention them)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if cmdline.startswith(prefix):
+            found.append(int(entry))
+    return found
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    """Host pids whose real uid is `uid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="utf-8") as handle:
+                for line in handle:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(entry))
+                        break
+        except OSError:
+            continue
+    return found
+
+
+def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> bool:
+    """Poll `predicate` until true or `within` seconds pass (processes die asynchronously)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
