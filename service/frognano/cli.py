@@ -190,6 +190,10 @@ def run_command(
     """
     settings = _settings(ctx)
     backend = sandbox or settings.sandbox
+    if command and command[0] == "--":
+        command = command[1:]  # click keeps the separator when options stop at the first word
+    if not command:
+        _fail("give the command to run after `--`", 2)
     line = command[0] if len(command) == 1 else shlex.join(command)
     source = repo_dir.resolve()
 

@@ -82,3 +82,9 @@ async def test_bad_arguments_raise(sandbox: LocalSandbox) -> None:
 async def test_concurrent_commands(sandbox: LocalSandbox) -> None:
     results = await asyncio.gather(*(sandbox.exec(f"sleep 0.2; echo {i}") for i in range(8)))
     assert [r.output for r in results] == [f"{i}\n" for i in range(8)]
+
+
+async def test_command_starting_with_dash(sandbox: LocalSandbox) -> None:
+    result = await sandbox.exec("-x")
+    assert result.exit_code == 127
+    assert "-x: command not found" in result.output

@@ -41,13 +41,13 @@ printf 'started\n' >&"$fd" || exit 125
 exec {fd}>&-
 cd -- "$cwd" || exit 126
 if [ "$$" -eq 1 ]; then
-  /bin/bash -c "$cmd" bash "$@" <&0 &
+  /bin/bash -c -- "$cmd" bash "$@" <&0 &
   child=$!
   exec 2>/dev/null
   wait "$child"
   exit $?
 fi
-exec /bin/bash -c "$cmd" bash "$@"
+exec /bin/bash -c -- "$cmd" bash "$@"
 """
 
 
