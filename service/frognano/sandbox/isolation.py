@@ -197,11 +197,13 @@ class BwrapLauncher:
         args += ["--ro-bind", "/etc", "/etc"]
         args += ["--ro-bind", str(layout.passwd), "/etc/passwd"]
         args += ["--ro-bind", str(layout.group), "/etc/group"]
-        for path in layout.readonly:
-            args += ["--ro-bind", str(path), str(path)]
         args += ["--bind", str(layout.workspace), WORKSPACE]
         args += ["--bind", str(layout.tmp), TMP]
         args += ["--bind", str(layout.home), HOME]
+        # After the writable directories: an environment under /tmp (a CI checkout's .venv)
+        # must sit on top of the sandbox's private /tmp, not be hidden by it.
+        for path in layout.readonly:
+            args += ["--ro-bind", str(path), str(path)]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
         args += ["--remount-ro", "/", "--clearenv"]
         for key, value in layout.env.items():
@@ -241,10 +243,11 @@ done
 bindro /etc /etc
 bindfile "$PASSWD" /etc/passwd
 bindfile "$GROUP" /etc/group
-for path in "$@"; do bindro "$path" "$path"; done
 bindrw "$WS" /workspace
 bindrw "$TMPD" /tmp
 bindrw "$HOMED" /home/sandbox
+# After the writable directories, so an environment under /tmp is not hidden by them.
+for path in "$@"; do bindro "$path" "$path"; done
 mkdir -p "$R/proc" "$R/dev"
 mount -t tmpfs -o mode=0755,nosuid,noexec,size=64k frognano-dev "$R/dev"
 for dev in null zero full random urandom tty; do
