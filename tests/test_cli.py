@@ -44,8 +44,9 @@ def test_version() -> None:
 
 
 def test_bad_settings_exit_2_with_the_fix() -> None:
-    done = frognano("sandbox", "run", str(EXAMPLE), "--", "true",
-                    env={"FROGNANO_LOG_FORMAT": "xml"})
+    done = frognano(
+        "sandbox", "run", str(EXAMPLE), "--", "true", env={"FROGNANO_LOG_FORMAT": "xml"}
+    )
     assert done.returncode == 2
     assert "FROGNANO_LOG_FORMAT" in done.stderr
     assert "'json' or 'console'" in done.stderr
@@ -59,8 +60,18 @@ def test_unknown_backend_is_a_configuration_error() -> None:
 
 def test_sandbox_run_example_tests_pass() -> None:
     require_mechanism("unshare" if os.geteuid() == 0 else "bwrap")
-    done = frognano("sandbox", "run", str(EXAMPLE), "--", "python", "-m", "pytest", "-q", "-p",
-                    "no:cacheprovider")
+    done = frognano(
+        "sandbox",
+        "run",
+        str(EXAMPLE),
+        "--",
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 passed" in done.stdout
 

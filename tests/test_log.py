@@ -74,7 +74,12 @@ def test_unconfigured_library_use_prints_nothing_on_stdout() -> None:
         "log.debug('quiet'); log.info('quiet too')\n"
         "print('only this')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env={"PYTHONPATH": str(REPO_ROOT / "service")})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(REPO_ROOT / "service")},
+    )
     assert done.stdout == "only this\n"
     assert done.stderr == ""

@@ -138,12 +138,13 @@ def test_secret_values_never_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_unknown_variable_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FROGNANO_REDIS_URI", "redis://x")
-    with pytest.raises(ConfigError, match="unknown setting FROGNANO_REDIS_URI; did you mean "
-                                          "FROGNANO_REDIS_URL"):
+    with pytest.raises(
+        ConfigError, match="unknown setting FROGNANO_REDIS_URI; did you mean FROGNANO_REDIS_URL"
+    ):
         load_settings()
 
 
 def test_settings_are_frozen() -> None:
     settings = load_settings()
     with pytest.raises(ValueError, match="frozen"):
-        settings.model_name = "other"  # type: ignore[misc]
+        settings.model_name = "other"

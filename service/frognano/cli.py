@@ -68,10 +68,9 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine so that SIGTERM, like Ctrl-C, cancels it and its cleanup runs."""
 
     async def main() -> T:
-        task = asyncio.current_task()
-        assert task is not None
+        task = asyncio.ensure_future(coro)
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await coro
+        return await task
 
     try:
         return asyncio.run(main())
@@ -89,7 +88,8 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 
 def _settings(ctx: typer.Context) -> Settings:
     settings = ctx.find_root().obj
-    assert isinstance(settings, Settings)
+    if not isinstance(settings, Settings):  # only if a command is invoked without the root
+        raise typer.Exit(2)
     return settings
 
 
@@ -104,8 +104,9 @@ def root(
     ctx: typer.Context,
     version: Annotated[
         bool,
-        typer.Option("--version", help="Print the version and exit.", is_eager=True,
-                     callback=_version),
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_version
+        ),
     ] = False,
 ) -> None:
     """FrogNano drafts pull requests for labelled issues with a small coding agent that works
@@ -141,15 +142,23 @@ def check_network_command(
         async with host_listener() as (port, reached):
             async with await create_sandbox(backend, options) as box:
                 probes = [*DEFAULT_PROBES]
-                for url, name in ((f"tcp://127.0.0.1:{port}", "server on the host's loopback"),
-                                  (settings.redis_url, "Redis of FROGNANO_REDIS_URL")):
+                for url, name in (
+                    (f"tcp://127.0.0.1:{port}", "server on the host's loopback"),
+                    (settings.redis_url, "Redis of FROGNANO_REDIS_URL"),
+                ):
                     found = loopback_service(url, name)
                     if found is not None:
                         probes.append(found)
                 results = await check_network(box, probes)
             if reached:
-                results.append(ProbeResult("host listener", f"127.0.0.1:{port}", False,
-                                           f"accepted {len(reached)} connection(s)"))
+                results.append(
+                    ProbeResult(
+                        "host listener",
+                        f"127.0.0.1:{port}",
+                        False,
+                        f"accepted {len(reached)} connection(s)",
+                    )
+                )
             return results
 
     results = _run(probe())
@@ -166,17 +175,22 @@ def check_network_command(
 
 
 @sandbox_app.command("run", context_settings={"allow_interspersed_args": False})
-def run_command(
+def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or option
     ctx: typer.Context,
     repo_dir: Annotated[
         Path,
-        typer.Argument(help="Directory copied to /workspace (the copy is thrown away after).",
-                       exists=True, file_okay=False),
+        typer.Argument(
+            help="Directory copied to /workspace (the copy is thrown away after).",
+            exists=True,
+            file_okay=False,
+        ),
     ],
     command: Annotated[
         list[str],
-        typer.Argument(help="Command to run, after `--`. One argument is a bash command line; "
-                       "several are quoted word by word."),
+        typer.Argument(
+            help="Command to run, after `--`. One argument is a bash command line; "
+            "several are quoted word by word."
+        ),
     ],
     python_env: PythonEnvOption = None,
     timeout: Annotated[

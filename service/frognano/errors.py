@@ -21,7 +21,7 @@ class FrogNanoError(Exception):
 
 
 class ConfigError(FrogNanoError):
-    """Settings, options or files given to FrogNano are invalid; the message says how to fix them."""
+    """Settings, options or files given to FrogNano are invalid; the message says the fix."""
 
 
 class UnsafePathError(FrogNanoError, ValueError):

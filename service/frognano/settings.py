@@ -181,7 +181,9 @@ class Settings(BaseSettings):
     @classmethod
     def _check_pem(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and "-----BEGIN" not in value.get_secret_value():
-            raise ValueError("is not a PEM private key (expected '-----BEGIN ... PRIVATE KEY-----')")
+            raise ValueError(
+                "is not a PEM private key (expected '-----BEGIN ... PRIVATE KEY-----')"
+            )
         return value
 
     @field_validator("model_name", "k8s_namespace")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import threading
@@ -54,8 +53,9 @@ async def test_host_loopback_server_unreachable(
 ) -> None:
     port, accepted = host_server
     # The same probe from the host proves the server is up and the probe can succeed.
-    probe = subprocess.run(["bash", "-c", _connect("127.0.0.1", port)],
-                           capture_output=True, text=True, check=False)
+    probe = subprocess.run(
+        ["bash", "-c", _connect("127.0.0.1", port)], capture_output=True, text=True, check=False
+    )
     assert "CONNECTED" in probe.stdout
     accepted.clear()
 
@@ -114,8 +114,23 @@ async def test_host_secret_not_visible(
     env = await sandbox.exec("env -0 | sort -z | tr '\\0' '\\n' | cut -d= -f1")
     names = set(env.output.split())
     assert {"PATH", "HOME", "LANG", "TERM", "PAGER", "GIT_PAGER"} <= names
-    assert names <= {"PATH", "HOME", "LANG", "TERM", "PAGER", "GIT_PAGER", "USER", "LOGNAME",
-                     "SHELL", "TMPDIR", "VIRTUAL_ENV", "PWD", "SHLVL", "_", "OLDPWD"}
+    assert names <= {
+        "PATH",
+        "HOME",
+        "LANG",
+        "TERM",
+        "PAGER",
+        "GIT_PAGER",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TMPDIR",
+        "VIRTUAL_ENV",
+        "PWD",
+        "SHLVL",
+        "_",
+        "OLDPWD",
+    }
     values = dict(line.split("=", 1) for line in (await sandbox.exec("env")).output.splitlines())
     assert values["TERM"] == "dumb"
     assert values["PAGER"] == values["GIT_PAGER"] == "cat"
@@ -130,8 +145,12 @@ async def test_only_own_processes_visible(sandbox: LocalSandbox) -> None:
 
 
 async def test_system_dirs_read_only(sandbox: LocalSandbox) -> None:
-    for target in ("/etc/frognano-test", "/usr/frognano-test", "/usr/bin/frognano-test",
-                   "/frognano-test"):
+    for target in (
+        "/etc/frognano-test",
+        "/usr/frognano-test",
+        "/usr/bin/frognano-test",
+        "/frognano-test",
+    ):
         result = await sandbox.exec(f"echo x > {target}")
         assert result.exit_code != 0, target
         assert "Read-only file system" in result.output, result.output
@@ -150,7 +169,8 @@ async def test_host_checkout_home_and_root_not_visible(sandbox: LocalSandbox) ->
     # At most the path leading to a Python installation mounted from under /root (pyenv).
     mounted_tops = {
         path.relative_to("/root").parts[0]
-        for path in sandbox.python_env.mounts if path.is_relative_to("/root")
+        for path in sandbox.python_env.mounts
+        if path.is_relative_to("/root")
     }
     assert inside_root <= mounted_tops
     host_home = Path.home()
@@ -164,8 +184,7 @@ async def test_writes_do_not_reach_host(sandbox: LocalSandbox, tmp_path: Path) -
     (source / "file.txt").write_text("original\n")
     await sandbox.upload_tree(source)
     result = await sandbox.exec(
-        f"echo changed > /workspace/file.txt && cat /workspace/file.txt; "
-        f"echo x > {source}/file.txt"
+        f"echo changed > /workspace/file.txt && cat /workspace/file.txt; echo x > {source}/file.txt"
     )
     assert "changed" in result.output
     assert (source / "file.txt").read_text() == "original\n"

@@ -57,7 +57,8 @@ def _victim(tmp_path: Path, mechanism: str, marker: str, *, handle_signals: bool
     """A small real program that opens a sandbox and runs a long command in it."""
     python_env = "Path('/usr')" if mechanism == "bwrap" and os.geteuid() == 0 else "None"
     script = tmp_path / "victim.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import asyncio, signal, sys
         from pathlib import Path
         from frognano.sandbox import SandboxOptions, create_sandbox
@@ -76,7 +77,8 @@ def _victim(tmp_path: Path, mechanism: str, marker: str, *, handle_signals: bool
             asyncio.run(main())
         except (KeyboardInterrupt, asyncio.CancelledError):
             sys.exit(130)
-    """))
+    """)
+    )
     return script
 
 
@@ -98,21 +100,26 @@ async def test_close_removes_everything(mechanism: str) -> None:
 
 
 async def test_exception_inside_block_cleans_up(mechanism: str) -> None:
-    base = None
-    with pytest.raises(RuntimeError, match="boom"):
+    bases: list[Path] = []
+
+    async def fail_inside() -> None:
         async with await create_sandbox("local", options_for(mechanism)) as box:
             assert isinstance(box, LocalSandbox)
-            base = box.layout.base
+            bases.append(box.layout.base)
             raise RuntimeError("boom")
-    assert base is not None
-    assert not base.exists()
+
+    with pytest.raises(RuntimeError, match="boom"):
+        await fail_inside()
+    assert len(bases) == 1
+    assert not bases[0].exists()
 
 
 async def test_cancelled_command_leaves_nothing(sandbox: LocalSandbox) -> None:
     marker = _marker()
     task = asyncio.create_task(
-        sandbox.exec(f"setsid sleep {marker} </dev/null >/dev/null 2>&1 & sleep {marker}",
-                     timeout=60)
+        sandbox.exec(
+            f"setsid sleep {marker} </dev/null >/dev/null 2>&1 & sleep {marker}", timeout=60
+        )
     )
     assert await asyncio.to_thread(wait_until, lambda: len(processes_with(f"sleep {marker}")) >= 2)
     task.cancel()
@@ -123,9 +130,7 @@ async def test_cancelled_command_leaves_nothing(sandbox: LocalSandbox) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupted_program_cleans_up(
-    mechanism: str, tmp_path: Path, sig: signal.Signals
-) -> None:
+def test_interrupted_program_cleans_up(mechanism: str, tmp_path: Path, sig: signal.Signals) -> None:
     """A real program using a sandbox, stopped with Ctrl-C or SIGTERM by its user."""
     marker = _marker()
     with _start(_victim(tmp_path, mechanism, marker, handle_signals=True)) as proc:

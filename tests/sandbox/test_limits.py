@@ -91,8 +91,8 @@ async def test_limits_clamped_to_host_hard_limits(make_sandbox: MakeSandbox) -> 
 async def test_timeout_kills_grandchildren_and_setsid_escapees(sandbox: LocalSandbox) -> None:
     marker = f"{secrets.randbelow(10**6) + 10**6}.{secrets.randbelow(900) + 100}"
     result = await sandbox.exec(
-        f"(sleep {marker}1 &) ; "                                    # orphaned grandchild
-        f"setsid sleep {marker}2 </dev/null >/dev/null 2>&1 & "      # own session, no pipes
+        f"(sleep {marker}1 &) ; "  # orphaned grandchild
+        f"setsid sleep {marker}2 </dev/null >/dev/null 2>&1 & "  # own session, no pipes
         f"nohup sleep {marker}3 >/dev/null 2>&1 & "
         f"sleep {marker}4",
         timeout=1,

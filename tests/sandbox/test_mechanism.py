@@ -44,10 +44,13 @@ async def test_bwrap_as_root_refuses_unreachable_python(tmp_path: Path) -> None:
     (hidden / "env" / "bin").mkdir(parents=True)
     (hidden / "env" / "bin" / "python").symlink_to(SYSTEM_PYTHON)
     hidden.chmod(0o700)
-    with pytest.raises(SandboxUnavailable, match="cannot reach .*private/env"):
+    with pytest.raises(SandboxUnavailable, match=r"cannot reach .*private/env"):
         await LocalSandbox.create(options_for("bwrap", python_env=hidden / "env"))
-    assert not [p for p in Path(tempfile.gettempdir()).glob("frognano-sandbox-*")
-                if p.stat().st_mtime > hidden.stat().st_mtime]
+    assert not [
+        p
+        for p in Path(tempfile.gettempdir()).glob("frognano-sandbox-*")
+        if p.stat().st_mtime > hidden.stat().st_mtime
+    ]
 
 
 @pytest.fixture
@@ -72,13 +75,25 @@ def _as_nobody(code: str, pythonpath: Path, path_env: str) -> subprocess.Complet
             pytest.fail(msg)
         pytest.skip(msg)
     return subprocess.run(
-        [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
-         str(SYSTEM_PYTHON), "-c", textwrap.dedent(code)],
+        [
+            shutil.which("setpriv") or "/usr/bin/setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            "--",
+            str(SYSTEM_PYTHON),
+            "-c",
+            textwrap.dedent(code),
+        ],
         capture_output=True,
         text=True,
         cwd="/",
-        env={"PATH": path_env, "HOME": "/nonexistent", "PYTHONPATH": str(pythonpath),
-             "TMPDIR": "/tmp"},
+        env={
+            "PATH": path_env,
+            "HOME": "/nonexistent",
+            "PYTHONPATH": str(pythonpath),
+            "TMPDIR": "/tmp",
+        },
         timeout=120,
         check=False,
     )
@@ -96,7 +111,8 @@ def test_unprivileged_user_gets_bwrap_sandbox(public_copy: Path) -> None:
             async with await create_sandbox("local", opts) as box:
                 print("host-uid", os.getuid(), box.mechanism)
                 r = await box.exec(
-                    "id -u; head -c1 /etc/shadow 2>&1; cat /proc/net/dev | tail -n +3 | cut -d: -f1;"
+                    "id -u; head -c1 /etc/shadow 2>&1;"
+                    "cat /proc/net/dev | tail -n +3 | cut -d: -f1;"
                     "(exec 3<>/dev/tcp/1.1.1.1/443) 2>&1; grep NoNewPrivs /proc/self/status;"
                     # bash gives up on a failed fork by leaving the subshell; the sleeps
                     # it did start live on, and a glob (no fork needed) counts them.

@@ -28,9 +28,7 @@ async def test_pytest_runs_inside_with_default_environment() -> None:
         result = await box.exec("python -m pytest -q -p no:cacheprovider", timeout=300)
         assert result.ok, result.output
         assert "3 passed" in result.output
-        failing = await box.exec(
-            "python -c 'import calc; calc.mean([])'", timeout=60
-        )
+        failing = await box.exec("python -c 'import calc; calc.mean([])'", timeout=60)
         assert "ZeroDivisionError" in failing.output
 
 
@@ -38,8 +36,7 @@ async def test_repository_venv_is_used_by_default(tmp_path: Path) -> None:
     require_mechanism("auto")
     repo = tmp_path / "repo"
     repo.mkdir()
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(repo / ".venv")],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(repo / ".venv")], check=True)
     async with await create_sandbox("local", SandboxOptions(repo_dir=repo)) as box:
         assert isinstance(box, LocalSandbox)
         result = await box.exec("python -c 'import sys; print(sys.prefix)'; echo $VIRTUAL_ENV")
@@ -52,8 +49,11 @@ async def test_network_check_blocks_everything(tmp_path: Path) -> None:
         host_probe = loopback_service(f"tcp://localhost:{port}", "host server")
         assert host_probe is not None
         # The probe itself works: from the host it reaches the listener.
-        done = subprocess.run(["bash", "-c", CONNECT, "probe", "127.0.0.1", str(port)],
-                              check=False, capture_output=True)
+        done = subprocess.run(
+            ["bash", "-c", CONNECT, "probe", "127.0.0.1", str(port)],
+            check=False,
+            capture_output=True,
+        )
         assert done.returncode == 0
         import asyncio
 

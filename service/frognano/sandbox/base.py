@@ -173,7 +173,9 @@ if [ ! -e "$p" ]; then echo "No such file or directory" >&2; exit 2; fi
 if [ ! -f "$p" ]; then echo "Not a regular file" >&2; exit 22; fi
 if [ ! -r "$p" ]; then echo "Permission denied" >&2; exit 13; fi
 size=$(stat -L -c %s -- "$p") || exit 5
-if [ "$size" -gt "$max" ]; then echo "File is $size bytes, over the $max-byte limit" >&2; exit 27; fi
+if [ "$size" -gt "$max" ]; then
+  echo "File is $size bytes, over the $max-byte limit" >&2; exit 27
+fi
 exec cat -- "$p"
 """
 _WRITE = r"""
@@ -201,7 +203,8 @@ _MESSAGES = (
 
 def _os_error(raw: RawResult, path: str) -> OSError:
     message = (raw.stderr or raw.output).decode("utf-8", "replace").strip()
-    code = raw.exit_code if raw.exit_code in errno.errorcode else errno.EIO
+    code = raw.exit_code if raw.exit_code is not None and raw.exit_code in errno.errorcode else 0
+    code = code or errno.EIO
     if code in (1, errno.EIO):
         code = next((num for text, num in _MESSAGES if text in message), errno.EIO)
     if raw.timed_out:
@@ -284,7 +287,7 @@ class SandboxBase(ABC):
         )
 
     async def read_file(self, path: str, *, max_bytes: int = DEFAULT_READ_LIMIT) -> bytes:
-        """The file's bytes, or FileNotFoundError / IsADirectoryError / PermissionError / OSError."""
+        """The file's bytes; FileNotFoundError, IsADirectoryError, PermissionError or OSError."""
         path = sandbox_path(path)
         raw = await self._spawn(
             _READ,

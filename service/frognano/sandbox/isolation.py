@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import shutil
@@ -96,8 +97,16 @@ def _bwrap_supports(flag: str) -> bool:
 
 def _drop_privileges(uid: int) -> list[str]:
     return [
-        "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
-        "--inh-caps=-all", "--bounding-set=-all", "--pdeathsig", "KILL", "--",
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--pdeathsig",
+        "KILL",
+        "--",
     ]
 
 
@@ -117,9 +126,22 @@ def bwrap_problem(as_uid: int | None) -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bwrap is not installed"
-    argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", *_root_binds(),
-            "--proc", "/proc", "--dev", "/dev", "--uid", str(INNER_UID), "--gid",
-            str(INNER_UID), "/bin/true"]
+    argv = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--die-with-parent",
+        *_root_binds(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--uid",
+        str(INNER_UID),
+        "--gid",
+        str(INNER_UID),
+        "/bin/true",
+    ]
     if as_uid is not None:
         argv = _drop_privileges(as_uid) + argv
     done = _run_quiet(argv)
@@ -132,8 +154,11 @@ def unshare_problem() -> str | None:
     """None when the root-only unshare mechanism can work here, else what is missing."""
     if os.geteuid() != 0:
         return "the unshare mechanism needs root"
-    missing = [t for t in ("unshare", "nsenter", "setpriv", "pivot_root", "mount", "ip")
-               if shutil.which(t) is None]
+    missing = [
+        t
+        for t in ("unshare", "nsenter", "setpriv", "pivot_root", "mount", "ip")
+        if shutil.which(t) is None
+    ]
     if missing:
         return f"missing {', '.join(missing)} (Debian: apt-get install util-linux mount iproute2)"
     return None
@@ -188,8 +213,15 @@ class BwrapLauncher:
                         f"{path}; use FROGNANO_LOCAL_SANDBOX_MECHANISM=unshare (the default for "
                         "root) or a Python environment that every user can read"
                     )
-        args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
-                "--cap-drop", "ALL"]
+        args = [
+            bwrap,
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-all",
+            "--unshare-user",
+            "--cap-drop",
+            "ALL",
+        ]
         if _bwrap_supports("--disable-userns"):
             args.append("--disable-userns")
         args += ["--uid", str(INNER_UID), "--gid", str(INNER_UID), "--hostname", "sandbox"]
@@ -204,12 +236,21 @@ class BwrapLauncher:
         # must sit on top of the sandbox's private /tmp, not be hidden by it.
         for path in layout.readonly:
             args += ["--ro-bind", str(path), str(path)]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]  # noqa: S108
         args += ["--remount-ro", "/", "--clearenv"]
         for key, value in layout.env.items():
             args += ["--setenv", key, value]
-        args += ["--chdir", "/", "--", "/bin/bash", "--noprofile", "--norc", "-c", INIT_SCRIPT,
-                 "frognano-init"]
+        args += [
+            "--chdir",
+            "/",
+            "--",
+            "/bin/bash",
+            "--noprofile",
+            "--norc",
+            "-c",
+            INIT_SCRIPT,
+            "frognano-init",
+        ]
         self._argv = prefix + args
 
     async def start(self) -> None:
@@ -229,8 +270,12 @@ set -euo pipefail
 R=$1 WS=$2 TMPD=$3 HOMED=$4 PASSWD=$5 GROUP=$6
 shift 6
 mount -t tmpfs -o mode=0755,nosuid,nodev,size=4m frognano-root "$R"
-bindro() { mkdir -p "$R$2"; mount --bind "$1" "$R$2"; mount -o remount,bind,ro,nosuid,nodev "$R$2"; }
-bindrw() { mkdir -p "$R$2"; mount --bind "$1" "$R$2"; mount -o remount,bind,nosuid,nodev "$R$2"; }
+bindro() {
+  mkdir -p "$R$2"; mount --bind "$1" "$R$2"; mount -o remount,bind,ro,nosuid,nodev "$R$2"
+}
+bindrw() {
+  mkdir -p "$R$2"; mount --bind "$1" "$R$2"; mount -o remount,bind,nosuid,nodev "$R$2"
+}
 bindfile() {
   [ -e "$R$2" ] || touch "$R$2"
   mount --bind "$1" "$R$2"; mount -o remount,bind,ro,nosuid,nodev "$R$2"
@@ -299,8 +344,15 @@ class UnshareLauncher:
         self._holder: asyncio.subprocess.Process | None = None
         env_args = [f"{key}={value}" for key, value in layout.env.items()]
         self._command_tail = [
-            "/usr/bin/env", "-i", *env_args,
-            "/bin/bash", "--noprofile", "--norc", "-c", INIT_SCRIPT, "frognano-init",
+            "/usr/bin/env",
+            "-i",
+            *env_args,
+            "/bin/bash",
+            "--noprofile",
+            "--norc",
+            "-c",
+            INIT_SCRIPT,
+            "frognano-init",
         ]
 
     @property
@@ -310,11 +362,28 @@ class UnshareLauncher:
     async def start(self) -> None:
         layout = self._layout
         argv = [
-            "setpriv", "--pdeathsig", "KILL", "--",
-            "unshare", "--mount", "--propagation", "private", "--",
-            "/bin/bash", "--noprofile", "--norc", "-c", _HOLDER_SCRIPT, "frognano-holder",
-            str(layout.rootfs), str(layout.workspace), str(layout.tmp), str(layout.home),
-            str(layout.passwd), str(layout.group), *map(str, layout.readonly),
+            "setpriv",
+            "--pdeathsig",
+            "KILL",
+            "--",
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "/bin/bash",
+            "--noprofile",
+            "--norc",
+            "-c",
+            _HOLDER_SCRIPT,
+            "frognano-holder",
+            str(layout.rootfs),
+            str(layout.workspace),
+            str(layout.tmp),
+            str(layout.home),
+            str(layout.passwd),
+            str(layout.group),
+            *map(str, layout.readonly),
         ]
         self._holder = await asyncio.create_subprocess_exec(
             *argv,
@@ -324,15 +393,16 @@ class UnshareLauncher:
             env=LAUNCH_ENV,
             start_new_session=True,
         )
-        assert self._holder.stdout is not None
+        stdout, stderr = self._holder.stdout, self._holder.stderr
+        if stdout is None or stderr is None:
+            raise SandboxStartError("the namespace holder has no pipes")
         try:
-            line = await asyncio.wait_for(self._holder.stdout.readline(), timeout=30)
+            line = await asyncio.wait_for(stdout.readline(), timeout=30)
         except TimeoutError:
             line = b""
         if line.strip() != b"ready":
             await self.stop()
-            assert self._holder.stderr is not None
-            detail = (await self._holder.stderr.read()).decode("utf-8", "replace").strip()
+            detail = (await stderr.read()).decode("utf-8", "replace").strip()
             raise SandboxStartError(
                 f"could not build the sandbox's root filesystem: {detail or 'no output'}"
             )
@@ -341,20 +411,40 @@ class UnshareLauncher:
         if self._holder is None:
             raise SandboxStartError("the sandbox was not started")
         return [
-            "setpriv", "--pdeathsig", "KILL", "--",
-            "nsenter", f"--mount=/proc/{self._holder.pid}/ns/mnt", "--",
-            "unshare", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--mount",
-            "--propagation", "private", "--fork", "--kill-child", "--",
-            "/bin/bash", "--noprofile", "--norc", "-c", _EXEC_SCRIPT, "frognano-exec",
-            str(self._uid), *self._command_tail, *init_args,
+            "setpriv",
+            "--pdeathsig",
+            "KILL",
+            "--",
+            "nsenter",
+            f"--mount=/proc/{self._holder.pid}/ns/mnt",
+            "--",
+            "unshare",
+            "--pid",
+            "--net",
+            "--ipc",
+            "--uts",
+            "--cgroup",
+            "--mount",
+            "--propagation",
+            "private",
+            "--fork",
+            "--kill-child",
+            "--",
+            "/bin/bash",
+            "--noprofile",
+            "--norc",
+            "-c",
+            _EXEC_SCRIPT,
+            "frognano-exec",
+            str(self._uid),
+            *self._command_tail,
+            *init_args,
         ]
 
     async def stop(self) -> None:
         holder = self._holder
         if holder is None or holder.returncode is not None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(holder.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         await holder.wait()

@@ -134,8 +134,7 @@ class LocalSandbox(SandboxBase):
         layout = await asyncio.to_thread(_make_layout, python_env, inner_uid, host_uid)
         launcher: BwrapLauncher | UnshareLauncher
         try:
-            if mechanism == "unshare":
-                assert host_uid is not None
+            if mechanism == "unshare" and host_uid is not None:
                 launcher = UnshareLauncher(layout, host_uid)
             else:
                 launcher = BwrapLauncher(layout, host_uid)
@@ -149,13 +148,18 @@ class LocalSandbox(SandboxBase):
                 sandbox._holder_pids.append(launcher.holder_pid)
             # One trivial command proves the whole chain works before anyone relies on it.
             probe = await sandbox.exec("true", timeout=60)
-            if not probe.ok:
-                raise SandboxStartError(f"the sandbox's first command failed: {probe.output}")
         except BaseException:
             await sandbox.close()
             raise
-        log.debug("sandbox.created", mechanism=mechanism, base=str(layout.base),
-                  python_env=str(python_env.prefix))
+        if not probe.ok:
+            await sandbox.close()
+            raise SandboxStartError(f"the sandbox's first command failed: {probe.output}")
+        log.debug(
+            "sandbox.created",
+            mechanism=mechanism,
+            base=str(layout.base),
+            python_env=str(python_env.prefix),
+        )
         return sandbox
 
     def _limit_args(self) -> list[str]:
@@ -185,8 +189,10 @@ class LocalSandbox(SandboxBase):
         argv = self._launcher.argv([str(status_write), *self._limit_args(), cwd, script, *args])
         feed = stdin if isinstance(stdin, bytes) else None
         stdin_arg: int = (
-            asyncio.subprocess.DEVNULL if stdin is None
-            else asyncio.subprocess.PIPE if feed is not None
+            asyncio.subprocess.DEVNULL
+            if stdin is None
+            else asyncio.subprocess.PIPE
+            if feed is not None
             else int(stdin)
         )
         started = time.monotonic()
@@ -208,7 +214,14 @@ class LocalSandbox(SandboxBase):
             os.close(status_write)
         self._running.add(proc)
         try:
-            raw = await self._collect(proc, feed, timeout, output_limit, split, started)
+            raw = await self._collect(
+                proc,
+                feed,
+                timeout=timeout,
+                output_limit=output_limit,
+                split=split,
+                started=started,
+            )
         finally:
             self._running.discard(proc)
             try:
@@ -229,6 +242,7 @@ class LocalSandbox(SandboxBase):
         self,
         proc: asyncio.subprocess.Process,
         feed: bytes | None,
+        *,
         timeout: float,
         output_limit: int,
         split: bool,
@@ -239,7 +253,8 @@ class LocalSandbox(SandboxBase):
         err = HeadTail(output_limit) if split else None
 
         async def pump(stream: asyncio.StreamReader | None, own: HeadTail | None) -> None:
-            assert stream is not None
+            if stream is None:
+                return
             while chunk := await stream.read(_CHUNK):
                 merged.write(chunk)
                 if own is not None:
@@ -336,9 +351,9 @@ def _make_layout(python_env: PythonEnv, inner_uid: int, owner: int | None) -> La
     except BaseException:
         _remove_tree(base)
         raise
-    path = ":".join(dict.fromkeys([str(python_env.bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]))
+    search = [str(python_env.bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]
     env = {
-        "PATH": path,
+        "PATH": ":".join(dict.fromkeys(search)),
         "HOME": HOME,
         "USER": "sandbox",
         "LOGNAME": "sandbox",
@@ -347,7 +362,7 @@ def _make_layout(python_env: PythonEnv, inner_uid: int, owner: int | None) -> La
         "TERM": "dumb",
         "PAGER": "cat",
         "GIT_PAGER": "cat",
-        "TMPDIR": "/tmp",
+        "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's private /tmp
     }
     if python_env.is_venv:
         env["VIRTUAL_ENV"] = str(python_env.prefix)

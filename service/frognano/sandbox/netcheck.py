@@ -75,11 +75,17 @@ async def check_network(sandbox: Sandbox, probes: list[Probe]) -> list[ProbeResu
     names = sorted(
         line.split(":", 1)[0].strip() for line in links.output.splitlines()[2:] if ":" in line
     )
-    results.append(ProbeResult("network interfaces", "/proc/net/dev", names == ["lo"],
-                               ", ".join(names) or "none"))
+    results.append(
+        ProbeResult(
+            "network interfaces", "/proc/net/dev", names == ["lo"], ", ".join(names) or "none"
+        )
+    )
     dns = await sandbox.exec("timeout 10 getent hosts github.com", cwd="/", timeout=30)
-    results.append(ProbeResult("DNS resolution", "github.com", dns.exit_code != 0,
-                               dns.output.strip() or "no answer"))
+    results.append(
+        ProbeResult(
+            "DNS resolution", "github.com", dns.exit_code != 0, dns.output.strip() or "no answer"
+        )
+    )
     for probe in probes:
         command = f"set -- {shlex.quote(probe.host)} {probe.port}; {CONNECT}"
         attempt = await sandbox.exec(command, cwd="/", timeout=30)
@@ -90,8 +96,12 @@ async def check_network(sandbox: Sandbox, probes: list[Probe]) -> list[ProbeResu
             detail = "connected"
         elif attempt.exit_code == 124:
             detail = "no answer within 5s"
-        results.append(ProbeResult(
-            probe.name, f"{probe.host}:{probe.port}", attempt.exit_code != 0,
-            detail or f"exit {attempt.exit_code}",
-        ))
+        results.append(
+            ProbeResult(
+                probe.name,
+                f"{probe.host}:{probe.port}",
+                attempt.exit_code != 0,
+                detail or f"exit {attempt.exit_code}",
+            )
+        )
     return results
