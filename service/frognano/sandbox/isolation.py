@@ -52,6 +52,9 @@ exec /bin/bash -c -- "$cmd" bash "$@"
 """
 
 
+_INIT_COMMAND = ["/bin/bash", "--noprofile", "--norc", "-c", INIT_SCRIPT, "frognano-init"]
+
+
 @dataclass(frozen=True)
 class Layout:
     """Host paths of one sandbox and what it mounts."""
@@ -96,18 +99,13 @@ def _bwrap_supports(flag: str) -> bool:
 
 
 def _drop_privileges(uid: int) -> list[str]:
+    # Become `uid` for good: no groups, no capabilities (bounding set too), no way to regain
+    # privileges through setuid binaries, and die if FrogNano dies.
     return [
-        "setpriv",
-        f"--reuid={uid}",
-        f"--regid={uid}",
-        "--clear-groups",
-        "--no-new-privs",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--pdeathsig",
-        "KILL",
-        "--",
-    ]
+        "setpriv", f"--reuid={uid}", f"--regid={uid}",
+        *"--clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all".split(),
+        *"--pdeathsig KILL --".split(),
+    ]  # fmt: skip
 
 
 def _reachable_by_others(path: Path) -> bool:
@@ -127,21 +125,10 @@ def bwrap_problem(as_uid: int | None) -> str | None:
     if bwrap is None:
         return "bwrap is not installed"
     argv = [
-        bwrap,
-        "--unshare-all",
-        "--unshare-user",
-        "--die-with-parent",
-        *_root_binds(),
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--uid",
-        str(INNER_UID),
-        "--gid",
-        str(INNER_UID),
-        "/bin/true",
-    ]
+        bwrap, *"--unshare-all --unshare-user --die-with-parent".split(), *_root_binds(),
+        *"--proc /proc --dev /dev".split(),
+        "--uid", str(INNER_UID), "--gid", str(INNER_UID), "/bin/true",
+    ]  # fmt: skip
     if as_uid is not None:
         argv = _drop_privileges(as_uid) + argv
     done = _run_quiet(argv)
@@ -213,15 +200,10 @@ class BwrapLauncher:
                         f"{path}; use FROGNANO_LOCAL_SANDBOX_MECHANISM=unshare (the default for "
                         "root) or a Python environment that every user can read"
                     )
-        args = [
-            bwrap,
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-all",
-            "--unshare-user",
-            "--cap-drop",
-            "ALL",
-        ]
+        # Every namespace, a user namespace even for root, no capabilities, and a new session
+        # so the command cannot push input into a terminal FrogNano runs in (TIOCSTI).
+        args = [bwrap, *"--die-with-parent --new-session --unshare-all --unshare-user".split()]
+        args += ["--cap-drop", "ALL"]
         if _bwrap_supports("--disable-userns"):
             args.append("--disable-userns")
         args += ["--uid", str(INNER_UID), "--gid", str(INNER_UID), "--hostname", "sandbox"]
@@ -240,17 +222,7 @@ class BwrapLauncher:
         args += ["--remount-ro", "/", "--clearenv"]
         for key, value in layout.env.items():
             args += ["--setenv", key, value]
-        args += [
-            "--chdir",
-            "/",
-            "--",
-            "/bin/bash",
-            "--noprofile",
-            "--norc",
-            "-c",
-            INIT_SCRIPT,
-            "frognano-init",
-        ]
+        args += ["--chdir", "/", "--", *_INIT_COMMAND]
         self._argv = prefix + args
 
     async def start(self) -> None:
@@ -343,17 +315,7 @@ class UnshareLauncher:
         self._uid = host_uid
         self._holder: asyncio.subprocess.Process | None = None
         env_args = [f"{key}={value}" for key, value in layout.env.items()]
-        self._command_tail = [
-            "/usr/bin/env",
-            "-i",
-            *env_args,
-            "/bin/bash",
-            "--noprofile",
-            "--norc",
-            "-c",
-            INIT_SCRIPT,
-            "frognano-init",
-        ]
+        self._command_tail = ["/usr/bin/env", "-i", *env_args, *_INIT_COMMAND]
 
     @property
     def holder_pid(self) -> int | None:
@@ -361,30 +323,13 @@ class UnshareLauncher:
 
     async def start(self) -> None:
         layout = self._layout
+        paths = [layout.rootfs, layout.workspace, layout.tmp, layout.home, layout.passwd,
+                 layout.group, *layout.readonly]  # fmt: skip
         argv = [
-            "setpriv",
-            "--pdeathsig",
-            "KILL",
-            "--",
-            "unshare",
-            "--mount",
-            "--propagation",
-            "private",
-            "--",
-            "/bin/bash",
-            "--noprofile",
-            "--norc",
-            "-c",
-            _HOLDER_SCRIPT,
-            "frognano-holder",
-            str(layout.rootfs),
-            str(layout.workspace),
-            str(layout.tmp),
-            str(layout.home),
-            str(layout.passwd),
-            str(layout.group),
-            *map(str, layout.readonly),
-        ]
+            *"setpriv --pdeathsig KILL -- unshare --mount --propagation private --".split(),
+            "/bin/bash", "--noprofile", "--norc", "-c", _HOLDER_SCRIPT, "frognano-holder",
+            *map(str, paths),
+        ]  # fmt: skip
         self._holder = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -410,36 +355,16 @@ class UnshareLauncher:
     def argv(self, init_args: Sequence[str]) -> list[str]:
         if self._holder is None:
             raise SandboxStartError("the sandbox was not started")
+        # setpriv makes the launcher die with FrogNano; nsenter joins the sandbox's mount
+        # namespace; unshare makes the per-command ones and mounts this pid namespace's /proc.
         return [
-            "setpriv",
-            "--pdeathsig",
-            "KILL",
-            "--",
-            "nsenter",
-            f"--mount=/proc/{self._holder.pid}/ns/mnt",
-            "--",
-            "unshare",
-            "--pid",
-            "--net",
-            "--ipc",
-            "--uts",
-            "--cgroup",
-            "--mount",
-            "--propagation",
-            "private",
-            "--fork",
-            "--kill-child",
-            "--",
-            "/bin/bash",
-            "--noprofile",
-            "--norc",
-            "-c",
-            _EXEC_SCRIPT,
-            "frognano-exec",
-            str(self._uid),
-            *self._command_tail,
-            *init_args,
-        ]
+            *"setpriv --pdeathsig KILL --".split(),
+            "nsenter", f"--mount=/proc/{self._holder.pid}/ns/mnt", "--",
+            *"unshare --pid --net --ipc --uts --cgroup --mount --propagation private".split(),
+            *"--fork --kill-child --mount-proc --".split(),
+            "/bin/bash", "--noprofile", "--norc", "-c", _EXEC_SCRIPT, "frognano-exec",
+            str(self._uid), *self._command_tail, *init_args,
+        ]  # fmt: skip
 
     async def stop(self) -> None:
         holder = self._holder

@@ -1,0 +1,82 @@
+"""Median latency of trivial commands through the local sandbox versus plain subprocess.
+
+Runs both side by side in one process so the machine's state is the same for each, and
+prints the medians and their ratio. Usage:
+
+    python benchmarks/sandbox_exec.py [--runs 200] [--mechanism auto|bwrap|unshare]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+from pathlib import Path
+
+from frognano.sandbox import SandboxOptions
+from frognano.sandbox.local import LocalSandbox
+
+
+async def plain(command: str) -> float:
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    await proc.communicate()
+    return time.perf_counter() - started
+
+
+async def sandboxed(box: LocalSandbox, command: str) -> float:
+    started = time.perf_counter()
+    result = await box.exec(command)
+    elapsed = time.perf_counter() - started
+    if not result.ok:
+        raise SystemExit(f"sandboxed command failed: {result.output}")
+    return elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--mechanism", default="auto", choices=("auto", "bwrap", "unshare"))
+    parser.add_argument("--command", default="true")
+    args = parser.parse_args()
+
+    python_env = Path("/usr") if args.mechanism == "bwrap" and os.geteuid() == 0 else None
+    options = SandboxOptions(local_mechanism=args.mechanism, python_env=python_env)
+    started = time.perf_counter()
+    box = await LocalSandbox.create(options)
+    create_s = time.perf_counter() - started
+    try:
+        for _ in range(5):  # warm both paths (page cache, first exec of each binary)
+            await plain(args.command)
+            await sandboxed(box, args.command)
+        base: list[float] = []
+        boxed: list[float] = []
+        for _ in range(args.runs):  # interleaved, so drift in machine load hits both alike
+            base.append(await plain(args.command))
+            boxed.append(await sandboxed(box, args.command))
+    finally:
+        await box.close()
+
+    def ms(values: list[float]) -> str:
+        quartiles = statistics.quantiles(values, n=4)
+        return (
+            f"median {statistics.median(values) * 1000:7.2f} ms   "
+            f"p25 {quartiles[0] * 1000:6.2f}   p75 {quartiles[2] * 1000:6.2f}"
+        )
+
+    print(
+        f"command: {args.command!r}   runs: {args.runs}   mechanism: {box.mechanism}   "
+        f"sandbox creation: {create_s * 1000:.0f} ms"
+    )
+    print(f"plain subprocess  {ms(base)}")
+    print(f"local sandbox     {ms(boxed)}")
+    ratio = statistics.median(boxed) / statistics.median(base)
+    print(f"ratio (sandbox / plain, medians): {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
