@@ -1,0 +1,48 @@
+"""The README and docs stay true to the code: settings, commands, the CI test command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from frognano.settings import SECRET_FIELDS, Settings, _file_variables
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    for name, field in Settings.model_fields.items():
+        variable = f"FROGNANO_{name.upper()}"
+        row = next(
+            (line for line in CONFIGURATION.splitlines() if line.startswith(f"| `{variable}` |")),
+            None,
+        )
+        assert row is not None, f"{variable} missing from docs/configuration.md"
+        default = "none" if field.default is None else f"`{field.default}`"
+        assert f"| {default} |" in row, f"{variable}: documented default differs from {default}"
+    for field in SECRET_FIELDS:
+        for variable in _file_variables(field):
+            assert f"`{variable}`" in CONFIGURATION
+
+
+def test_every_cli_command_is_in_the_readme() -> None:
+    help_text = subprocess.run(
+        [sys.executable, "-m", "frognano", "sandbox", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin"},
+    ).stdout
+    commands = re.findall(r"│ (\S+)\s{2,}", help_text.split("Commands")[1])
+    assert commands, help_text
+    for command in commands:
+        assert f"frognano sandbox {command}" in README
+
+
+def test_readme_has_the_ci_test_command() -> None:
+    block = README.split("<!-- ci:test-command -->", 1)[1].split("```")[1]
+    assert block.strip().splitlines()[1:] == ["python -m pytest"]
