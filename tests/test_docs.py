@@ -24,8 +24,8 @@ def test_every_setting_is_documented_with_its_default() -> None:
         assert row is not None, f"{variable} missing from docs/configuration.md"
         default = "none" if field.default is None else f"`{field.default}`"
         assert f"| {default} |" in row, f"{variable}: documented default differs from {default}"
-    for field in SECRET_FIELDS:
-        for variable in _file_variables(field):
+    for secret in SECRET_FIELDS:
+        for variable in _file_variables(secret):
             assert f"`{variable}`" in CONFIGURATION
 
 
