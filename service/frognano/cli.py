@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import shlex
 import signal
 import sys
@@ -41,8 +42,12 @@ sandbox_app = typer.Typer(
 )
 app.add_typer(sandbox_app, name="sandbox")
 
-out = Console()
-err = Console(stderr=True)
+
+@functools.cache
+def _console(stderr: bool = False) -> Console:
+    # Made on first use, not at import: a Console reads the environment (NO_COLOR, COLUMNS).
+    return Console(stderr=stderr)
+
 
 SandboxChoice = Annotated[
     str | None,
@@ -60,7 +65,7 @@ PythonEnvOption = Annotated[
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
     raise typer.Exit(code)
 
 
@@ -79,10 +84,10 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     except FrogNanoError as exc:
         _fail(str(exc), 1)
     except KeyboardInterrupt:
-        err.print("interrupted")
+        _console(stderr=True).print("interrupted")
         raise typer.Exit(130) from None
     except asyncio.CancelledError:
-        err.print("terminated")
+        _console(stderr=True).print("terminated")
         raise typer.Exit(143) from None
 
 
@@ -95,7 +100,7 @@ def _settings(ctx: typer.Context) -> Settings:
 
 def _version(value: bool) -> None:
     if value:
-        out.print(f"frognano {__version__}")
+        _console().print(f"frognano {__version__}")
         raise typer.Exit()
 
 
@@ -168,10 +173,10 @@ def check_network_command(
     for result in results:
         verdict = "[green]blocked[/]" if result.blocked else "[bold red]REACHED[/]"
         table.add_row(result.name, result.target, verdict, result.detail)
-    out.print(table)
+    _console().print(table)
     if not all(result.blocked for result in results):
         _fail("the sandbox reached the network; do not run agents on this host", 1)
-    out.print("No probe got out: the sandbox has no network.")
+    _console().print("No probe got out: the sandbox has no network.")
 
 
 @sandbox_app.command("run", context_settings={"allow_interspersed_args": False})

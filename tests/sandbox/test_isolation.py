@@ -178,6 +178,15 @@ async def test_host_checkout_home_and_root_not_visible(sandbox: LocalSandbox) ->
         assert (await sandbox.exec(f"ls -A {host_home}")).exit_code != 0
 
 
+async def test_host_checkout_cannot_be_written(sandbox: LocalSandbox) -> None:
+    target = REPO_ROOT / "README.md"
+    before = target.read_bytes()
+    result = await sandbox.exec(f"echo tampered >> {target}; echo x > {REPO_ROOT}/planted")
+    assert result.exit_code != 0
+    assert target.read_bytes() == before
+    assert not (REPO_ROOT / "planted").exists()
+
+
 async def test_writes_do_not_reach_host(sandbox: LocalSandbox, tmp_path: Path) -> None:
     source = tmp_path / "repo"
     source.mkdir()
