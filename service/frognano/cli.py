@@ -65,7 +65,7 @@ PythonEnvOption = Annotated[
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
