@@ -1,0 +1,1 @@
+"""The agent harness: tools, model client, loop and trajectory (knows nothing of GitHub)."""
