@@ -4,10 +4,15 @@
     ├── ConfigError            settings or options are wrong; the message says which and how to fix
     ├── UnsafePathError        a path would leave the sandbox (relative, outside its roots, a
     │                          symlink out of an uploaded tree); also a ValueError
-    └── SandboxError           the sandbox itself failed, not a command inside it
-        ├── SandboxUnavailable no isolation mechanism works on this host
-        ├── SandboxStartError  the sandbox could not be created or a command could not start in it
-        └── SandboxClosed      an operation on a sandbox that was already closed
+    ├── SandboxError           the sandbox itself failed, not a command inside it
+    │   ├── SandboxUnavailable no isolation mechanism works on this host
+    │   ├── SandboxStartError  the sandbox could not be created or a command could not start in it
+    │   └── SandboxClosed      an operation on a sandbox that was already closed
+    └── ModelError             the model server failed in a way retrying did not fix
+        ├── ModelUnavailable   unreachable, or 429/5xx until the retry budget ran out
+        ├── ContextOverflow    the request no longer fits the server's context window
+        └── ModelResponseError the server refused the request (401, 404, ...) or answered
+                               with something that is not a chat completion
 
 A command that fails, times out or crashes inside a sandbox is not an exception: it comes back
 as an `ExecResult`. File operations raise the built-in `FileNotFoundError`, `IsADirectoryError`
@@ -42,3 +47,19 @@ class SandboxStartError(SandboxError):
 
 class SandboxClosed(SandboxError):
     """The sandbox was already closed."""
+
+
+class ModelError(FrogNanoError):
+    """The model server could not produce a reply; the message says why and what to check."""
+
+
+class ModelUnavailable(ModelError):
+    """The server could not be reached, or kept answering 429 or 5xx, within the retry budget."""
+
+
+class ContextOverflow(ModelError):
+    """The conversation plus `max_tokens` no longer fits the server's context length."""
+
+
+class ModelResponseError(ModelError):
+    """The server refused the request or sent something that is not a chat completion."""
