@@ -59,6 +59,17 @@ async def sandbox(mechanism: str) -> AsyncIterator[LocalSandbox]:
 
 
 @pytest.fixture
+async def default_sandbox() -> AsyncIterator[LocalSandbox]:
+    """A sandbox of this host's default mechanism, for tests of code above the sandbox."""
+    name = choose_mechanism("auto")
+    box = await LocalSandbox.create(options_for(name))
+    try:
+        yield box
+    finally:
+        await box.close()
+
+
+@pytest.fixture
 def make_sandbox(mechanism: str) -> MakeSandbox:
     """Factory for sandboxes with custom limits; each test closes what it makes."""
 

@@ -48,6 +48,8 @@ class ExecResult:
     """True when output exceeded the cap and its middle was dropped."""
     stderr: str | None = None
     """stderr alone, only when `split_stderr=True` was asked for."""
+    stdout: str | None = None
+    """stdout alone, only when `split_stderr=True` was asked for."""
 
     @property
     def ok(self) -> bool:
@@ -284,6 +286,7 @@ class SandboxBase(ABC):
             timed_out=raw.timed_out,
             truncated=raw.truncated,
             stderr=None if raw.stderr is None else raw.stderr.decode("utf-8", "replace"),
+            stdout=None if raw.stdout is None else raw.stdout.decode("utf-8", "replace"),
         )
 
     async def read_file(self, path: str, *, max_bytes: int = DEFAULT_READ_LIMIT) -> bytes:

@@ -1,0 +1,145 @@
+"""The repository inside the sandbox: what is uploaded, the baseline commit, the agent's diff."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from frognano.errors import ConfigError, SandboxError
+from frognano.sandbox.base import WORKSPACE, Sandbox
+
+# Caches and build products that never belong in a patch, whatever the repo's .gitignore says.
+DIFF_EXCLUDES = (
+    "__pycache__/",
+    "*.py[cod]",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+    ".tox/",
+    ".nox/",
+    "*.egg-info/",
+    ".coverage",
+    ".coverage.*",
+    "htmlcov/",
+)
+MAX_PATCH_BYTES = 16 * 1024 * 1024
+
+# Git inside the sandbox ignores system and user configuration and runs no hooks; the commit
+# date is fixed so the same tree always gives the same baseline commit.
+_GIT = (
+    "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 "
+    "GIT_AUTHOR_DATE=2000-01-01T00:00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00:00Z "
+    "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.autocrlf=false "
+    "-c user.name=FrogNano -c user.email=frognano@localhost.invalid"
+)
+_SHA = re.compile(r"^[0-9a-f]{40,64}$")
+
+
+@dataclass(frozen=True)
+class Patch:
+    """The agent's changes against the baseline, as `git apply` takes them."""
+
+    diff: bytes
+    """Bytes, not text: a file in another encoding than UTF-8 must survive unchanged."""
+    files: tuple[str, ...]
+    insertions: int
+    deletions: int
+
+    @property
+    def empty(self) -> bool:
+        return not self.diff
+
+
+def upload_excludes(repo_dir: Path) -> list[str]:
+    """Relative paths of `repo_dir` to leave out of the upload: `.git` and what git ignores.
+
+    History stays behind on purpose: a clone holds commits newer than the issue, and agents
+    mine them for the fix. The sandbox gets one fresh commit instead (`make_baseline`).
+    """
+    if not (repo_dir / ".git").exists():
+        raise ConfigError(
+            f"{repo_dir} is not a git checkout; run `git init && git add -A && git commit` "
+            "there first, so FrogNano knows which files belong to the project"
+        )
+    try:
+        listed = subprocess.run(
+            "git ls-files -z --others --ignored --exclude-standard --directory".split(),
+            cwd=repo_dir,
+            capture_output=True,
+            check=True,
+            timeout=120,
+        ).stdout
+    except FileNotFoundError as exc:
+        raise ConfigError("git is not installed; install it to run `frognano solve`") from exc
+    except subprocess.CalledProcessError as exc:
+        raise ConfigError(
+            f"git could not list the files of {repo_dir}: "
+            f"{exc.stderr.decode(errors='replace').strip()}"
+        ) from exc
+    ignored = [item.decode("utf-8", "surrogateescape").rstrip("/") for item in listed.split(b"\0")]
+    return [".git", *(path for path in ignored if path)]
+
+
+async def make_baseline(sandbox: Sandbox) -> str:
+    """Commit the uploaded tree as the only commit of a fresh repository; returns its id."""
+    excludes = "\n".join(DIFF_EXCLUDES) + "\n"
+    script = (
+        f"set -e; rm -rf .git; {_GIT} init -q; "
+        f"printf %s {shlex.quote(excludes)} >> .git/info/exclude; "
+        # --force: every uploaded file is part of the base, even one the repo's rules ignore.
+        f"{_GIT} add --all --force; "
+        f"{_GIT} commit -q --no-verify --allow-empty -m 'FrogNano baseline'; "
+        f"{_GIT} rev-parse HEAD"
+    )
+    result = await sandbox.exec(script, cwd=WORKSPACE, timeout=600)
+    lines = result.output.strip().splitlines()
+    if not result.ok or not lines or not _SHA.match(lines[-1]):
+        raise SandboxError(f"could not create the baseline commit: {result.output.strip()}")
+    return lines[-1]
+
+
+async def collect_patch(sandbox: Sandbox, base: str) -> Patch:
+    """The diff of the working tree (untracked files included, caches excluded) against base.
+
+    It runs inside the sandbox, where the agent could have tampered with `.git`; that is
+    harmless because the patch is only ever applied to a fresh copy of the base and tested
+    there, and a human reviews it.
+    """
+    if not _SHA.match(base):
+        raise ValueError(f"not a commit id: {base!r}")
+    diff_flags = "--cached --no-color --no-ext-diff --no-textconv --no-renames"
+    # base64 carries the diff out byte for byte (exec output is decoded as UTF-8).
+    encoded = await _git_output(
+        sandbox,
+        f"set -o pipefail; {_GIT} add --all && "
+        f"{_GIT} diff {diff_flags} --binary {base} | base64 -w0",
+    )
+    diff = base64.b64decode(encoded)
+    numstat = await _git_output(sandbox, f"{_GIT} diff {diff_flags} --numstat -z {base}")
+    files: list[str] = []
+    insertions = deletions = 0
+    for record in numstat.split("\0"):
+        added, _, rest = record.partition("\t")
+        removed, _, path = rest.partition("\t")
+        if not path:
+            continue
+        files.append(path)
+        insertions += int(added) if added.isdigit() else 0
+        deletions += int(removed) if removed.isdigit() else 0
+    return Patch(diff, tuple(files), insertions, deletions)
+
+
+async def _git_output(sandbox: Sandbox, command: str) -> str:
+    result = await sandbox.exec(
+        command, cwd=WORKSPACE, timeout=600, output_limit=MAX_PATCH_BYTES, split_stderr=True
+    )
+    if result.truncated:
+        raise SandboxError(f"the patch is larger than {MAX_PATCH_BYTES * 3 // 4 // 2**20} MiB")
+    if not result.ok:
+        raise SandboxError(f"git failed in the sandbox: {(result.stderr or '').strip()}")
+    return result.stdout or ""
