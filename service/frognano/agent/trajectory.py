@@ -1,0 +1,147 @@
+"""The run's trajectory: one JSON line per event, flushed as written, and a reader for people."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Self
+
+from frognano.agent.turns import dumps
+
+FORMAT_VERSION = 1
+
+
+class TrajectoryWriter:
+    """Appends events to a JSONL file; each line reaches the kernel before `write` returns.
+
+    A run killed at any point (even SIGKILL) leaves every event written so far, and at worst
+    one partial last line, which `read_events` skips.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file: IO[bytes] | None = path.open("ab")
+        self._started = time.monotonic()
+
+    def write(self, event: str, **fields: Any) -> None:
+        if self._file is None:
+            raise ValueError(f"trajectory {self.path} is closed")
+        record = {
+            "event": event,
+            "t": round(time.monotonic() - self._started, 4),
+            **fields,
+        }
+        self._file.write(dumps(record) + b"\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class NullTrajectory(TrajectoryWriter):
+    """Records nothing; for callers that do not keep a trajectory."""
+
+    def __init__(self) -> None:
+        self._file = None
+
+    def write(self, event: str, **fields: Any) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    events: list[dict[str, Any]]
+    damaged_lines: list[int]
+    """Line numbers that were not JSON objects (a run killed mid-write leaves one at the end)."""
+
+
+def read_events(path: Path) -> ReadResult:
+    """Every event of a trajectory file; lines that are not JSON objects are skipped and counted."""
+    events: list[dict[str, Any]] = []
+    damaged: list[int] = []
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                damaged.append(number)
+                continue
+            if isinstance(record, dict) and isinstance(record.get("event"), str):
+                events.append(record)
+            else:
+                damaged.append(number)
+    return ReadResult(events, damaged)
+
+
+def render(events: list[dict[str, Any]], *, max_chars: int = 2000) -> Iterator[str]:
+    """The run as plain text, one block per event; long texts are cut to `max_chars`."""
+    for event in events:
+        kind = event["event"]
+        stamp = f"[{event.get('t', 0.0):8.1f}s]"
+        if kind == "run_start":
+            yield f"{stamp} run {event.get('run_id', '?')} with model {event.get('model', '?')}"
+            yield _indent(_cut(str(event.get("task", "")), max_chars))
+        elif kind == "assistant":
+            usage = event.get("usage") or {}
+            yield (
+                f"{stamp} step {event.get('step')}: assistant "
+                f"(finish={event.get('finish_reason')}, prompt={usage.get('prompt_tokens', '?')}, "
+                f"cached={usage.get('cached_tokens', '?')}, "
+                f"completion={usage.get('completion_tokens', '?')})"
+            )
+            if event.get("reasoning"):
+                yield _indent("thinking: " + _cut(event["reasoning"], max_chars))
+            if event.get("content"):
+                yield _indent(_cut(event["content"], max_chars))
+            for call in event.get("tool_calls") or []:
+                yield _indent(f"-> {call.get('name')}({_cut(call.get('arguments', ''), 400)})")
+        elif kind == "tool":
+            flag = " error" if event.get("is_error") else ""
+            yield (
+                f"{stamp} step {event.get('step')}: {event.get('name')}{flag} "
+                f"in {event.get('duration', 0.0):.2f}s"
+            )
+            yield _indent(_cut(str(event.get("result", "")), max_chars))
+        elif kind == "compaction":
+            yield f"{stamp} history compacted at step {event.get('step')}"
+            yield _indent(_cut(str(event.get("summary", "")), max_chars))
+        elif kind == "run_end":
+            yield (
+                f"{stamp} run ended: {event.get('stop_reason')} after {event.get('steps')} steps"
+                + (f" ({event['detail']})" if event.get("detail") else "")
+            )
+            if event.get("summary"):
+                yield _indent(_cut(event["summary"], max_chars))
+        elif kind != "request":
+            details = {k: v for k, v in event.items() if k not in ("event", "t")}
+            yield f"{stamp} {kind}: {_cut(json.dumps(details, ensure_ascii=False), max_chars)}"
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" ... [{len(text) - limit} more characters]"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines() or [""])
