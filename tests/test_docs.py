@@ -29,9 +29,9 @@ def test_every_setting_is_documented_with_its_default() -> None:
             assert f"`{variable}`" in CONFIGURATION
 
 
-def test_every_cli_command_is_in_the_readme() -> None:
+def _commands(*group: str) -> list[str]:
     help_text = subprocess.run(
-        [sys.executable, "-m", "frognano", "sandbox", "--help"],
+        [sys.executable, "-m", "frognano", *group, "--help"],
         capture_output=True,
         text=True,
         check=True,
@@ -39,8 +39,18 @@ def test_every_cli_command_is_in_the_readme() -> None:
     ).stdout
     commands = re.findall(r"│ (\S+)\s{2,}", help_text.split("Commands")[1])
     assert commands, help_text
-    for command in commands:
-        assert f"frognano sandbox {command}" in README
+    return commands
+
+
+def test_every_cli_command_is_in_the_readme() -> None:
+    groups = ("sandbox", "trajectory")
+    assert set(groups) <= set(_commands())
+    for command in _commands():
+        if command not in groups:
+            assert f"frognano {command} " in README, command
+    for group in groups:
+        for command in _commands(group):
+            assert f"frognano {group} {command}" in README, (group, command)
 
 
 def test_readme_has_the_ci_test_command() -> None:

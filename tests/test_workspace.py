@@ -46,8 +46,13 @@ def test_upload_excludes_history_and_ignored_files(repo: Path) -> None:
     assert sorted(upload_excludes(repo)) == [".git", "build", "debug.log"]
 
 
+def test_a_folder_inside_a_checkout_is_uploaded_alone(repo: Path) -> None:
+    (repo / "pkg" / "cache.log").write_text("x")
+    assert upload_excludes(repo / "pkg") == ["cache.log"]
+
+
 def test_a_directory_without_git_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="not a git checkout"):
+    with pytest.raises(ConfigError, match="not inside a git checkout"):
         upload_excludes(tmp_path)
 
 

@@ -16,8 +16,12 @@ from rich.console import Console
 from rich.table import Table
 
 from frognano import __version__
+from frognano.agent.loop import AgentLimits
+from frognano.agent.trajectory import read_events, render
 from frognano.errors import ConfigError, FrogNanoError, SandboxUnavailable, UnsafePathError
 from frognano.log import configure_logging
+from frognano.pipeline import SolveJob, SolveOutcome, new_run_id, solve
+from frognano.progress import LiveProgress
 from frognano.sandbox import SandboxOptions, create_sandbox
 from frognano.sandbox.netcheck import (
     DEFAULT_PROBES,
@@ -27,6 +31,7 @@ from frognano.sandbox.netcheck import (
     loopback_service,
 )
 from frognano.settings import Settings, load_settings
+from frognano.verify import DEFAULT_TEST_COMMAND
 
 T = TypeVar("T")
 
@@ -41,6 +46,8 @@ sandbox_app = typer.Typer(
     help="Check and use the sandboxes that agent commands run in.", no_args_is_help=True
 )
 app.add_typer(sandbox_app, name="sandbox")
+trajectory_app = typer.Typer(help="Read the trajectories that runs record.", no_args_is_help=True)
+app.add_typer(trajectory_app, name="trajectory")
 
 
 @functools.cache
@@ -234,6 +241,120 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
     if timed_out:
         _fail(f"the command was killed after {timeout:g}s", 124)
     raise typer.Exit(code if code is not None else 1)
+
+
+def _read_issue(path: Path, title: str | None) -> tuple[str, str]:
+    """Title and body from an issue file; a leading Markdown heading is the default title."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"cannot read the issue file {path}: {exc}", 2)
+    lines = text.strip().splitlines()
+    if title is None and lines and lines[0].startswith("# "):
+        return lines[0][2:].strip(), "\n".join(lines[1:]).strip()
+    if not text.strip():
+        _fail(f"the issue file {path} is empty; describe the problem in it", 2)
+    return title or path.stem, text.strip()
+
+
+@app.command("solve")
+def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument or option
+    ctx: typer.Context,
+    repo_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="A local git checkout; the agent works on a copy of its files.",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    issue_file: Annotated[
+        Path,
+        typer.Option(
+            "--issue-file",
+            help="The issue text (Markdown). A first line '# Title' is the title.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    title: Annotated[
+        str | None, typer.Option(help="Issue title (default: the file's heading or name).")
+    ] = None,
+    sandbox: SandboxChoice = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the results (default: ./frognano-runs/RUN_ID)."),
+    ] = None,
+    python_env: PythonEnvOption = None,
+    test_command: Annotated[
+        str, typer.Option(help="Run after the agent, in /workspace, to check the patch.")
+    ] = DEFAULT_TEST_COMMAND,
+    max_steps: Annotated[
+        int, typer.Option(help="Model turns before the run stops.", min=1)
+    ] = AgentLimits().max_steps,
+) -> None:
+    """Run the agent on REPO_DIR for one issue; write patch.diff, report.json, report.md and
+    trajectory.jsonl.
+
+    The model server is FROGNANO_MODEL_BASE_URL (an OpenAI-compatible endpoint such as SGLang
+    started with --reasoning-parser qwen3 --tool-call-parser qwen3_coder), serving
+    FROGNANO_MODEL_NAME. Exits 0 when the patch is ready for review, 1 when the run ended
+    without one, 2 for bad usage or configuration.
+    """
+    settings = _settings(ctx)
+    issue_title, body = _read_issue(issue_file, title)
+    run_id = new_run_id()
+    job = SolveJob(
+        repo_dir=repo_dir,
+        title=issue_title,
+        body=body,
+        out_dir=out if out is not None else Path("frognano-runs") / run_id,
+        backend=sandbox or settings.sandbox,
+        test_command=test_command,
+        python_env=python_env,
+        limits=AgentLimits(max_steps=max_steps),
+        run_id=run_id,
+    )
+    err = _console(stderr=True)
+    live = LiveProgress(err, job.limits.max_steps) if err.is_terminal else None
+
+    async def go() -> SolveOutcome:
+        if live is None:
+            return await solve(settings, job)
+        with live:
+            return await solve(settings, job, on_progress=live.update, on_stage=live.stage)
+
+    outcome = _run(go())
+    report = outcome.report
+    err.print(f"Results in {outcome.out_dir}/ (report.md, patch.diff, trajectory.jsonl)")
+    if not outcome.patch_ready:
+        _fail(f"no patch: {outcome.reason}", 1)
+    patch = report["patch"]
+    _console().print(
+        f"Patch ready for review: {len(patch['files'])} file(s), +{patch['insertions']} "
+        f"-{patch['deletions']}; tests: {report['tests']['summary']}",
+        highlight=False,
+    )
+
+
+@trajectory_app.command("show")
+def trajectory_show(
+    file: Annotated[
+        Path, typer.Argument(help="A trajectory.jsonl file.", exists=True, dir_okay=False)
+    ],
+    full: Annotated[bool, typer.Option(help="Print texts whole instead of cutting them.")] = False,
+) -> None:
+    """Print a recorded run as text: each model turn, tool call and result."""
+    read = read_events(file)
+    out = sys.stdout
+    for block in render(read.events, max_chars=10**9 if full else 2000):
+        out.write(block + "\n")
+    out.flush()
+    if read.damaged_lines:
+        lines = ", ".join(map(str, read.damaged_lines))
+        _console(stderr=True).print(
+            f"warning: skipped unreadable line(s) {lines} (a run killed mid-write leaves one)"
+        )
 
 
 def main() -> None:

@@ -13,6 +13,25 @@ from structlog.typing import FilteringBoundLogger, Processor
 __all__ = ["bound_contextvars", "configure_logging", "get_logger"]
 
 
+_CHATTY_LOGGERS = ("httpx", "httpx2", "httpcore", "openai")
+
+
+class _StderrHandler(logging.StreamHandler[IO[str]]):
+    """Writes to whatever `sys.stderr` is when a line is logged, so a live display that
+    redirects stderr (rich's progress line) prints log lines above itself, not through it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> IO[str]:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: IO[str]) -> None:
+        pass
+
+
 def configure_logging(
     fmt: str = "console", level: str = "INFO", stream: IO[str] | None = None
 ) -> None:
@@ -42,7 +61,7 @@ def configure_logging(
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(out)
+    handler = logging.StreamHandler(out) if stream is not None else _StderrHandler()
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
@@ -54,6 +73,9 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # One INFO line per HTTP request to the model server is noise; errors still come through.
+    for chatty in _CHATTY_LOGGERS:
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))
 
 
 def get_logger(name: str, **context: Any) -> FilteringBoundLogger:

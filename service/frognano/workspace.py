@@ -58,22 +58,29 @@ class Patch:
 def upload_excludes(repo_dir: Path) -> list[str]:
     """Relative paths of `repo_dir` to leave out of the upload: `.git` and what git ignores.
 
-    History stays behind on purpose: a clone holds commits newer than the issue, and agents
-    mine them for the fix. The sandbox gets one fresh commit instead (`make_baseline`).
+    `repo_dir` may be a checkout or a folder inside one. History stays behind on purpose: a
+    clone holds commits newer than the issue, and agents mine them for the fix. The sandbox
+    gets one fresh commit instead (`make_baseline`).
     """
-    if not (repo_dir / ".git").exists():
+    inside = _git(repo_dir, "rev-parse", "--is-inside-work-tree", check=False)
+    if inside.returncode != 0 or inside.stdout.strip() != b"true":
         raise ConfigError(
-            f"{repo_dir} is not a git checkout; run `git init && git add -A && git commit` "
-            "there first, so FrogNano knows which files belong to the project"
+            f"{repo_dir} is not inside a git checkout; run `git init && git add -A && "
+            "git commit -m base` there first, so FrogNano knows which files belong to the project"
         )
+    # Paths come relative to repo_dir, and only from under it.
+    listed = _git(repo_dir, "ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                  "--directory").stdout  # fmt: skip
+    ignored = [item.decode("utf-8", "surrogateescape").rstrip("/") for item in listed.split(b"\0")]
+    own_git = [".git"] if (repo_dir / ".git").exists() else []
+    return [*own_git, *(path for path in ignored if path)]
+
+
+def _git(repo_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     try:
-        listed = subprocess.run(
-            "git ls-files -z --others --ignored --exclude-standard --directory".split(),
-            cwd=repo_dir,
-            capture_output=True,
-            check=True,
-            timeout=120,
-        ).stdout
+        return subprocess.run(
+            ["git", *args], cwd=repo_dir, capture_output=True, check=check, timeout=120
+        )
     except FileNotFoundError as exc:
         raise ConfigError("git is not installed; install it to run `frognano solve`") from exc
     except subprocess.CalledProcessError as exc:
@@ -81,8 +88,6 @@ def upload_excludes(repo_dir: Path) -> list[str]:
             f"git could not list the files of {repo_dir}: "
             f"{exc.stderr.decode(errors='replace').strip()}"
         ) from exc
-    ignored = [item.decode("utf-8", "surrogateescape").rstrip("/") for item in listed.split(b"\0")]
-    return [".git", *(path for path in ignored if path)]
 
 
 async def make_baseline(sandbox: Sandbox) -> str:

@@ -1,0 +1,327 @@
+"""The agent loop end to end: scripted model server over HTTP, real tools, a real sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frognano.agent import prompts
+from frognano.agent.loop import AgentLimits, AgentLoop, AgentResult, StopReason
+from frognano.agent.model import ModelClient, RetryPolicy
+from frognano.agent.tools import TOOL_DEFINITIONS, TOOLS_JSON, ToolBox
+from frognano.agent.trajectory import TrajectoryWriter, read_events
+from frognano.sandbox.local import LocalSandbox
+from tests.agent.chat_template import render
+from tests.agent.scripted_server import ScriptedModelServer, Turn
+
+CALC = b"def mean(xs):\n    return sum(xs) / len(xs)\n"
+TEST = b"import pytest\nfrom calc import mean\n\ndef test_empty():\n    with pytest.raises(ValueError):\n        mean([])\n"  # noqa: E501
+FAST_RETRY = RetryPolicy(attempts=2, initial_delay=0.01, max_delay=0.01, budget_seconds=2)
+
+
+@pytest.fixture
+async def box(default_sandbox: LocalSandbox) -> LocalSandbox:
+    await default_sandbox.write_file("/workspace/calc.py", CALC)
+    await default_sandbox.write_file("/workspace/test_calc.py", TEST)
+    return default_sandbox
+
+
+def client(server: ScriptedModelServer, **kwargs: Any) -> ModelClient:
+    return ModelClient(
+        base_url=server.base_url,
+        model="frognano",
+        api_key=None,
+        tools_json=TOOLS_JSON,
+        tool_definitions=TOOL_DEFINITIONS,
+        retry=kwargs.pop("retry", FAST_RETRY),
+        **kwargs,
+    )
+
+
+async def run(
+    server: ScriptedModelServer,
+    box: LocalSandbox,
+    tmp_path: Path,
+    limits: AgentLimits | None = None,
+) -> tuple[AgentResult, list[dict[str, Any]]]:
+    path = tmp_path / "trajectory.jsonl"
+    async with client(server) as model:
+        with TrajectoryWriter(path) as trajectory:
+            loop = AgentLoop(
+                model,
+                ToolBox(box),
+                title="mean([]) crashes",
+                body="mean([]) raises ZeroDivisionError; it should raise ValueError.",
+                limits=limits,
+                trajectory=trajectory,
+                marker="m4rk3r",
+            )
+            result = await loop.run()
+    return result, read_events(path).events
+
+
+FIX_SCRIPT = [
+    Turn(reasoning="Find the code.", calls=[("Glob", {"pattern": "**/*.py"})]),
+    Turn(reasoning="Read it.", content="Reading calc.py.",
+         calls=[("Read", {"file_path": "/workspace/calc.py"})]),
+    Turn(reasoning="Guard the empty case.", calls=[("Edit", {
+        "file_path": "/workspace/calc.py",
+        "old_string": "    return sum(xs) / len(xs)",
+        "new_string": "    if not xs:\n        raise ValueError(\"mean() of an empty list\")\n"
+                      "    return sum(xs) / len(xs)",
+        "replace_all": False,
+    })]),
+    Turn(reasoning="Run the tests.", calls=[("Bash", {
+        "command": "python -m pytest -q -p no:cacheprovider", "timeout": 60000,
+        "description": "run tests",
+    })]),
+    Turn(reasoning="Done.", content="mean() now raises ValueError on an empty list; tests pass."),
+]  # fmt: skip
+
+
+async def test_a_scripted_fix_completes(box: LocalSandbox, tmp_path: Path) -> None:
+    with ScriptedModelServer(FIX_SCRIPT) as server:
+        result, events = await run(server, box, tmp_path)
+        requests = server.requests
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.summary == "mean() now raises ValueError on an empty list; tests pass."
+    assert result.stats.steps == 5
+    assert result.stats.tool_calls == 4
+    assert result.stats.tool_errors == 0
+    assert result.stats.tools_used == {"Glob": 1, "Read": 1, "Edit": 1, "Bash": 1}
+    assert result.stats.cache_reported
+    assert result.stats.cached_tokens > 0
+    assert (await box.read_file("/workspace/calc.py")).startswith(b"def mean(xs):\n    if not xs:")
+    # The system prompt is fixed and first; the task is the only user message.
+    first = requests[0]["messages"]
+    assert first[0] == {"role": "system", "content": prompts.SYSTEM_PROMPT}
+    assert [m["role"] for m in first] == ["system", "user"]
+    assert "<<<ISSUE m4rk3r>>>\nTitle: mean([]) crashes\n\nmean([]) raises" in first[1]["content"]
+    tool_results = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
+    assert tool_results[0].splitlines() == ["/workspace/calc.py", "/workspace/test_calc.py"] or (
+        sorted(tool_results[0].splitlines()) == ["/workspace/calc.py", "/workspace/test_calc.py"]
+    )
+    assert tool_results[1].startswith("     1\tdef mean(xs):")
+    assert "1 passed" in tool_results[3]
+    kinds = [event["event"] for event in events]
+    assert kinds[0] == "run_start"
+    assert kinds[-1] == "run_end"
+    assert kinds.count("assistant") == 5
+    assert kinds.count("tool") == 4
+    assert events[-1]["stop_reason"] == "completed"
+
+
+async def test_requests_only_ever_append(box: LocalSandbox, tmp_path: Path) -> None:
+    """Each request's messages and tools are an exact prefix of the next one's, byte for byte,
+    and every sampling value is sent each time."""
+    with ScriptedModelServer(FIX_SCRIPT) as server:
+        await run(server, box, tmp_path)
+        raw = server.raw_requests
+        requests = server.requests
+    assert len(raw) == 5
+    for earlier, later in itertools.pairwise(raw):
+        early_messages = _messages_bytes(earlier)
+        assert _messages_bytes(later).startswith(early_messages[:-1])  # drop the closing "]"
+        assert _tools_bytes(earlier) == _tools_bytes(later) == TOOLS_JSON
+    for request in requests:
+        assert request["max_tokens"] == 8192
+        assert (request["temperature"], request["top_p"], request["top_k"]) == (0.6, 0.95, 20)
+        assert request["chat_template_kwargs"] == {"enable_thinking": True}
+
+
+async def test_the_template_shows_each_turn_as_generated(box: LocalSandbox, tmp_path: Path) -> None:
+    """Rendered with the Qwen3.5 template, every assistant turn reads exactly as the model
+    generated it (reasoning, content and calls, `false` in lower case), and no earlier part of
+    the prompt changes as the run grows."""
+    with ScriptedModelServer(FIX_SCRIPT) as server:
+        await run(server, box, tmp_path)
+        requests = server.requests
+        generated = [server.generated_text(index) for index in range(5)]
+    prompts_seen = [render(request, add_generation_prompt=False) for request in requests]
+    for earlier, later in itertools.pairwise(prompts_seen):
+        assert later.startswith(earlier)
+    final = prompts_seen[-1]
+    for text in generated[:-1]:
+        assert f"<|im_start|>assistant\n<think>\n{text}<|im_end|>" in final
+    assert "<parameter=replace_all>\nfalse\n</parameter>" in final
+    assert final.count("<|im_start|>user") == 5  # the task, then one per turn of results
+
+
+async def test_a_truncated_turn_is_never_executed(box: LocalSandbox, tmp_path: Path) -> None:
+    cut = Turn(
+        reasoning="Write it all.",
+        calls=[("Write", {"file_path": "/workspace/new.py", "content": "x = (1,\n"})],
+        finish_reason="length",
+    )
+    script = [cut, Turn(reasoning="Too long, so stop.", finish_reason="length"), Turn(content="ok")]
+    with ScriptedModelServer(script) as server:
+        result, events = await run(server, box, tmp_path)
+        requests = server.requests
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.stats.truncated_turns == 2
+    assert result.stats.tool_calls == 0
+    assert (await box.exec("test -e /workspace/new.py")).exit_code == 1
+    results = [m for m in requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 2
+    assert all("cut off at the limit of 8192 tokens" in m["content"] for m in results)
+    assert [e["executed"] for e in events if e["event"] == "tool"] == [False, False]
+    # Still one user query: the reasoning of every turn stays in the rendered prompt.
+    assert "Too long, so stop." in render(requests[-1])
+
+
+async def test_three_truncated_turns_end_the_run(box: LocalSandbox, tmp_path: Path) -> None:
+    script = [Turn(reasoning="...", finish_reason="length") for _ in range(3)]
+    with ScriptedModelServer(script) as server:
+        result, _ = await run(server, box, tmp_path)
+    assert result.stop_reason is StopReason.MODEL_ERROR
+    assert result.detail == "3 replies in a row were cut off at 8192 tokens"
+
+
+async def test_bad_calls_become_error_results(box: LocalSandbox, tmp_path: Path) -> None:
+    script = [
+        Turn(calls=[("Delete", {"file_path": "/workspace/calc.py"}),
+                    ("Read", {"path": "/workspace/calc.py"}),
+                    ("Read", {"file_path": "calc.py"})]),
+        Turn(content="Giving up."),
+    ]  # fmt: skip
+    with ScriptedModelServer(script) as server:
+        result, _ = await run(server, box, tmp_path)
+        requests = server.requests
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.stats.tool_errors == 3
+    results = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[0].startswith("<tool_use_error>Error: No such tool available: Delete")
+    assert results[1].startswith("<tool_use_error>InputValidationError: ")
+    assert "file_path" in results[1]
+    assert results[2].startswith("<tool_use_error>")
+    assert await box.read_file("/workspace/calc.py") == CALC
+
+
+async def test_calls_left_in_content_are_run(box: LocalSandbox, tmp_path: Path) -> None:
+    script = [
+        Turn(reasoning="Look.", calls=[("Bash", {"command": "echo hi from xml"})],
+             xml_in_content=True),
+        Turn(content="Done."),
+    ]  # fmt: skip
+    with ScriptedModelServer(script) as server:
+        result, events = await run(server, box, tmp_path)
+        requests = server.requests
+        generated = server.generated_text(0)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert [e["result"] for e in events if e["event"] == "tool"] == ["hi from xml"]
+    assert f"<|im_start|>assistant\n<think>\n{generated}<|im_end|>" in render(requests[-1])
+
+
+async def test_step_limit_and_budget_notes(box: LocalSandbox, tmp_path: Path) -> None:
+    def forever(_request: dict[str, Any]) -> Turn:
+        return Turn(calls=[("Bash", {"command": "true"})])
+
+    with ScriptedModelServer(default=forever) as server:
+        result, _ = await run(server, box, tmp_path, AgentLimits(max_steps=3))
+        requests = server.requests
+    assert result.stop_reason is StopReason.STEP_LIMIT
+    assert result.detail == "the limit of 3 steps was reached"
+    assert result.stats.steps == 3
+    assert len(requests) == 3
+    last_result = requests[-1]["messages"][-1]["content"]
+    assert "[FrogNano: 1 tool-using steps left" in last_result
+
+
+async def test_time_limit(box: LocalSandbox, tmp_path: Path) -> None:
+    with ScriptedModelServer([Turn(content="late", delay=3.0)]) as server:
+        result, events = await run(server, box, tmp_path, AgentLimits(time_limit_seconds=0.5))
+    assert result.stop_reason is StopReason.TIME_LIMIT
+    assert events[-1]["stop_reason"] == "time_limit"
+
+
+async def test_compaction_once_then_context_limit(box: LocalSandbox, tmp_path: Path) -> None:
+    limits = AgentLimits(context_tokens=4000, max_tokens_per_turn=1000, keep_turns=1)
+    big = 3000  # over the threshold of 4000 - 1000 - 125
+    script = [
+        Turn(calls=[("Bash", {"command": "echo one"})], prompt_tokens=big),
+        Turn(content="Summary: ran echo one. Next: run echo two."),  # the summary request
+        Turn(calls=[("Bash", {"command": "echo two"})], prompt_tokens=500),
+        Turn(calls=[("Bash", {"command": "echo three"})], prompt_tokens=big),
+    ]
+    with ScriptedModelServer(script) as server:
+        result, events = await run(server, box, tmp_path, limits)
+        requests = server.requests
+    assert result.stop_reason is StopReason.CONTEXT_LIMIT
+    assert result.detail.endswith("after compacting once")
+    assert result.stats.compactions == 1
+    summary_request = requests[1]["messages"]
+    assert summary_request[-1] == {"role": "user", "content": prompts.SUMMARY_REQUEST}
+    after = requests[2]["messages"]
+    assert [m["role"] for m in after] == ["system", "user", "assistant", "tool"]
+    assert "Summary: ran echo one." in after[1]["content"]
+    assert after[1]["content"].startswith(requests[0]["messages"][1]["content"])
+    assert after[3]["content"] == "one"
+    compaction = next(e for e in events if e["event"] == "compaction")
+    assert compaction["kept_messages"] == 2
+
+
+async def test_server_context_overflow_compacts(box: LocalSandbox, tmp_path: Path) -> None:
+    overflow = Turn(
+        status=400,
+        body=json.dumps({"object": "error", "message": "The input (140000 tokens) is longer "
+                         "than the model's context length (131072 tokens).", "type":
+                         "BadRequestError", "code": 400}).encode(),
+    )  # fmt: skip
+    script = [
+        Turn(calls=[("Bash", {"command": "echo one"})]),
+        overflow,
+        Turn(content="I ran echo one."),  # summary
+        Turn(content="Finished."),
+    ]
+    with ScriptedModelServer(script) as server:
+        result, _ = await run(server, box, tmp_path)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.stats.compactions == 1
+    assert result.summary == "Finished."
+
+
+async def test_model_down_is_a_model_error(box: LocalSandbox, tmp_path: Path) -> None:
+    with ScriptedModelServer([Turn(status=503), Turn(status=503)]) as server:
+        result, _ = await run(server, box, tmp_path)
+    assert result.stop_reason is StopReason.MODEL_ERROR
+    assert "503" in result.detail
+
+
+async def test_a_dead_sandbox_ends_the_run(box: LocalSandbox, tmp_path: Path) -> None:
+    await box.close()
+    with ScriptedModelServer([Turn(calls=[("Bash", {"command": "true"})])]) as server:
+        result, _ = await run(server, box, tmp_path)
+    assert result.stop_reason is StopReason.SANDBOX_ERROR
+    assert result.detail.startswith("the sandbox failed: ")
+
+
+async def test_cancellation_is_recorded(box: LocalSandbox, tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with ScriptedModelServer([Turn(content="slow", delay=5.0)]) as server:
+        async with client(server) as model:
+            with TrajectoryWriter(path) as trajectory:
+                loop = AgentLoop(model, ToolBox(box), title="t", body="b", trajectory=trajectory)
+                task = asyncio.create_task(loop.run())
+                await asyncio.sleep(0.3)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+    assert loop.result is not None
+    assert loop.result.stop_reason is StopReason.CANCELLED
+    assert read_events(path).events[-1]["stop_reason"] == "cancelled"
+
+
+def _messages_bytes(body: bytes) -> bytes:
+    start = body.index(b'"messages":') + len(b'"messages":')
+    end = body.index(b',"tools":')
+    return body[start:end]
+
+
+def _tools_bytes(body: bytes) -> bytes:
+    start = body.index(b'"tools":') + len(b'"tools":')
+    return body[start : start + len(TOOLS_JSON)]

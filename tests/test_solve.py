@@ -1,0 +1,244 @@
+"""`frognano solve` as a user runs it: a real process, a scripted model server, a real sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frognano.agent.trajectory import read_events
+from tests.agent.scripted_server import ScriptedModelServer, Turn
+from tests.conftest import processes_with, wait_until
+
+BUGGY = "def mean(xs):\n    return sum(xs) / len(xs)\n"
+TESTS = (
+    "import pytest\n\nfrom calc import mean\n\n\n"
+    "def test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
+    "def test_empty():\n    with pytest.raises(ValueError):\n        mean([])\n"
+)
+ISSUE = "# mean([]) crashes\n\nmean([]) raises ZeroDivisionError instead of ValueError.\n"
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "tests").mkdir(parents=True)
+    (root / "calc.py").write_text(BUGGY)
+    (root / "tests" / "test_calc.py").write_text(TESTS)
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "ORIGINAL-COMMIT")
+    return root
+
+
+@pytest.fixture
+def issue(tmp_path: Path) -> Path:
+    path = tmp_path / "ISSUE.md"
+    path.write_text(ISSUE)
+    return path
+
+
+def solve_argv(repo: Path, issue: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "frognano", "solve", str(repo), "--issue-file", str(issue),
+            "--out", str(out), *extra]  # fmt: skip
+
+
+def environment(server: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
+    env["FROGNANO_MODEL_BASE_URL"] = server.base_url
+    env["FROGNANO_LOG_LEVEL"] = "WARNING"
+    sandboxes = tmp_path / "sandboxes"
+    sandboxes.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(sandboxes)
+    return env
+
+
+FIX = [
+    Turn(reasoning="Where is mean?", calls=[("Glob", {"pattern": "**/*.py"})]),
+    Turn(reasoning="Read it.", calls=[("Read", {"file_path": "/workspace/calc.py"})]),
+    Turn(reasoning="Add the guard.", content="The empty list divides by zero.", calls=[("Edit", {
+        "file_path": "/workspace/calc.py",
+        "old_string": "    return sum(xs) / len(xs)\n",
+        "new_string": "    if not xs:\n        raise ValueError(\"mean() of an empty list\")\n"
+                      "    return sum(xs) / len(xs)\n",
+    })]),
+    Turn(reasoning="Test.", calls=[("Bash", {"command": "python -m pytest -q", "timeout": 60000})]),
+    Turn(reasoning="All green.", content="mean([]) now raises ValueError; the tests pass."),
+]  # fmt: skip
+
+
+def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with ScriptedModelServer(FIX) as server:
+        done = subprocess.run(
+            solve_argv(repo, issue, out),
+            env=environment(server, tmp_path),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        requests = server.requests
+    assert done.returncode == 0, done.stderr
+    assert "Patch ready for review: 1 file(s), +2 -0; tests: 2 passed" in done.stdout
+    patch = (out / "patch.diff").read_text()
+    assert "+++ b/calc.py" in patch
+    assert '+        raise ValueError("mean() of an empty list")' in patch
+    assert "__pycache__" not in patch
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    assert report["outcome"] == {
+        "patch_ready": True,
+        "reason": "the agent's patch passes the tests",
+    }
+    assert report["stop_reason"] == "completed"
+    assert report["summary"] == "mean([]) now raises ValueError; the tests pass."
+    assert report["issue_title"] == "mean([]) crashes"
+    assert report["steps"] == 5
+    assert report["tool_calls"] == 4
+    assert report["patch"]["files"] == ["calc.py"]
+    assert report["tests"]["passed"] is True
+    assert report["tests"]["summary"].startswith("2 passed")
+    assert report["tokens"]["prompt"] > 0
+    assert report["tokens"]["cached"] > 0
+    assert report["sandbox"]["backend"] == "local"
+    assert "**Patch ready for review:**" in (out / "report.md").read_text()
+    # The user's checkout is untouched.
+    assert (repo / "calc.py").read_text() == BUGGY
+    events = read_events(out / "trajectory.jsonl")
+    assert not events.damaged_lines
+    kinds = [event["event"] for event in events.events]
+    assert kinds[:2] == ["run_info", "run_start"]
+    assert kinds[-1] == "run_end"
+    assert [e["name"] for e in events.events if e["event"] == "tool"] == [
+        "Glob", "Read", "Edit", "Bash",
+    ]  # fmt: skip
+    # The issue text arrived as the task, between the markers.
+    assert "Title: mean([]) crashes" in requests[0]["messages"][1]["content"]
+    shown = subprocess.run(
+        [sys.executable, "-m", "frognano", "trajectory", "show", str(out / "trajectory.jsonl")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "step 3: Edit in " in shown.stdout
+    assert "run ended: completed after 5 steps" in shown.stdout
+
+
+def test_the_agent_cannot_see_later_history(repo: Path, issue: Path, tmp_path: Path) -> None:
+    (repo / "calc.py").write_text("# the fix lives here\n" + BUGGY)
+    git(repo, "commit", "-qam", "SECRET-FUTURE-FIX")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")  # the future commit stays in the object store
+    script = [
+        Turn(calls=[("Bash", {"command": "git log --all --oneline; git reflog; ls -a"})]),
+        Turn(content="Nothing to do."),
+    ]
+    out = tmp_path / "out"
+    with ScriptedModelServer(script) as server:
+        done = subprocess.run(
+            solve_argv(repo, issue, out),
+            env=environment(server, tmp_path),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert "no patch: the agent finished without changing any file" in done.stderr
+    events = read_events(out / "trajectory.jsonl").events
+    seen = next(e["result"] for e in events if e["event"] == "tool")
+    assert "FrogNano baseline" in seen
+    assert "SECRET-FUTURE-FIX" not in seen
+    assert "ORIGINAL-COMMIT" not in seen
+
+
+def test_bad_configuration_exits_2(repo: Path, issue: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with ScriptedModelServer() as server:
+        env = environment(server, tmp_path)
+        done = subprocess.run(
+            solve_argv(plain, issue, tmp_path / "o1"),
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert "is not inside a git checkout" in done.stderr
+        env["FROGNANO_MODEL_NAME"] = "other"
+        done = subprocess.run(
+            solve_argv(repo, issue, tmp_path / "o2"),
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert "does not serve a model named 'other'" in done.stderr
+    assert "FROGNANO_MODEL_NAME" in done.stderr
+
+
+def _start_slow_run(
+    server: ScriptedModelServer, repo: Path, issue: Path, tmp_path: Path, marker: str
+) -> tuple[subprocess.Popen[str], Path]:
+    server.push(Turn(calls=[("Bash", {"command": f"sleep {marker}", "timeout": 600000})]))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        solve_argv(repo, issue, out),
+        env=environment(server, tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert wait_until(lambda: bool(processes_with(f"sleep {marker}")), within=60), (
+        "the agent's command never started"
+    )
+    return proc, out
+
+
+def test_a_killed_run_leaves_a_readable_trajectory_and_no_processes(
+    repo: Path, issue: Path, tmp_path: Path
+) -> None:
+    marker = "61.2345"
+    with ScriptedModelServer() as server:
+        proc, out = _start_slow_run(server, repo, issue, tmp_path, marker)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert wait_until(lambda: not processes_with(f"sleep {marker}"), within=15)
+    events = read_events(out / "trajectory.jsonl")
+    assert not events.damaged_lines
+    assert [e["event"] for e in events.events][-2:] == ["request", "assistant"]
+
+
+def test_ctrl_c_stops_cleanly_and_still_reports(repo: Path, issue: Path, tmp_path: Path) -> None:
+    marker = "62.3456"
+    with ScriptedModelServer() as server:
+        proc, out = _start_slow_run(server, repo, issue, tmp_path, marker)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert time.monotonic() - started < 20
+    assert not processes_with(f"sleep {marker}")
+    report = json.loads((out / "report.json").read_text())
+    assert report["stop_reason"] == "cancelled"
+    assert report["outcome"]["patch_ready"] is False
+    assert read_events(out / "trajectory.jsonl").events[-1]["stop_reason"] == "cancelled"
+    assert not list((tmp_path / "sandboxes").iterdir())
