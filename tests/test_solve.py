@@ -141,24 +141,29 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     assert "run ended: completed after 5 steps" in shown.stdout
 
 
-def test_the_agent_cannot_see_later_history(repo: Path, issue: Path, tmp_path: Path) -> None:
+def test_the_agent_sees_no_history_and_no_credentials(
+    repo: Path, issue: Path, tmp_path: Path
+) -> None:
     (repo / "calc.py").write_text("# the fix lives here\n" + BUGGY)
     git(repo, "commit", "-qam", "SECRET-FUTURE-FIX")
     git(repo, "reset", "-q", "--hard", "HEAD~1")  # the future commit stays in the object store
     script = [
-        Turn(calls=[("Bash", {"command": "git log --all --oneline; git reflog; ls -a"})]),
+        Turn(calls=[("Bash", {"command": "git log --all --oneline; git reflog; ls -a; env"})]),
         Turn(content="Nothing to do."),
     ]
     out = tmp_path / "out"
     with ScriptedModelServer(script) as server:
+        env = environment(server, tmp_path)
+        env["FROGNANO_MODEL_API_KEY"] = "sk-model-key-never-in-the-sandbox"
         done = subprocess.run(
             solve_argv(repo, issue, out),
-            env=environment(server, tmp_path),
+            env=env,
             check=False,
             capture_output=True,
             text=True,
             timeout=120,
         )
+        headers = server.request_headers
     assert done.returncode == 1
     assert "no patch: the agent finished without changing any file" in done.stderr
     events = read_events(out / "trajectory.jsonl").events
@@ -166,6 +171,11 @@ def test_the_agent_cannot_see_later_history(repo: Path, issue: Path, tmp_path: P
     assert "FrogNano baseline" in seen
     assert "SECRET-FUTURE-FIX" not in seen
     assert "ORIGINAL-COMMIT" not in seen
+    assert "HOME=" in seen  # `env` ran
+    assert "sk-model-key" not in seen
+    assert "FROGNANO" not in seen
+    # The key did reach the model server, from the host.
+    assert headers[0]["authorization"] == "Bearer sk-model-key-never-in-the-sandbox"
 
 
 def test_bad_configuration_exits_2(repo: Path, issue: Path, tmp_path: Path) -> None:
