@@ -1,0 +1,120 @@
+"""The policy's shape: every key admins may set, its type, bounds and the shipped default."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Permission = Literal["read", "triage", "write", "maintain", "admin"]
+Require = Literal["all_pass", "fail_to_pass", "no_regressions", "none"]
+
+DEFAULT_PROTECTED_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+DEFAULT_FORBIDDEN_PATHS = (
+    ".github/workflows/**",
+    ".github/actions/**",
+    ".gitmodules",
+    "**/.env",
+    "**/*.pem",
+    "**/*.key",
+)
+
+
+class _Section(BaseModel):
+    # Unknown keys are errors: a typo must never silently fall back to a default.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TriggerPolicy(_Section):
+    """Who may start a run."""
+
+    label: str = Field("frognano", min_length=1, max_length=50)
+    """The issue label that starts a run."""
+    min_permission: Permission = "write"
+    """The labeller's least permission on the repository."""
+
+
+class AgentPolicy(_Section):
+    """The agent's budget and sampling (FrogNano-4B's model card: Leaf's evaluation budget and
+    the "thinking, precise coding" sampling values)."""
+
+    max_steps: int = Field(150, ge=1, le=1000)
+    max_tokens_per_turn: int = Field(8192, ge=256, le=65536)
+    context_tokens: int = Field(131072, ge=4096, le=1048576)
+    time_limit_seconds: float = Field(10800, gt=0, le=86400)
+    temperature: float = Field(0.6, ge=0, le=2)
+    top_p: float = Field(0.95, gt=0, le=1)
+    top_k: int = Field(20, ge=-1)
+    """-1 turns top-k sampling off (SGLang's convention)."""
+    enable_thinking: bool = True
+
+
+class SandboxPolicy(_Section):
+    """Where the agent and the tests run."""
+
+    image: str = Field("ghcr.io/frognano/sandbox-python:3.11", min_length=1)
+    """Container image of the Kubernetes sandbox pod (the local sandbox uses the host's tools)."""
+    cpu: str = Field("2", pattern=r"^([0-9]+(\.[0-9]+)?|[0-9]+m)$")
+    memory: str = Field("4Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+    ephemeral_storage: str = Field("10Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+    runtime_class: str | None = None
+    """RuntimeClass of the pod, e.g. `gvisor` or `kata`; None uses the cluster's default."""
+    setup: list[str] = Field(default_factory=list, max_length=20)
+    """Commands run in order, offline, right after the upload and before the base commit."""
+
+
+class VerifyPolicy(_Section):
+    """Which tests count, and what they must show."""
+
+    command: str = Field("python -m pytest -q", min_length=1)
+    """Run in /workspace; pytest gets `--junitxml` added so each test's outcome is known."""
+    timeout_seconds: float = Field(1800, gt=0, le=21600)
+    """Bound on each test run (baseline and verification)."""
+    baseline: bool = True
+    """Run the tests on the untouched repository too, to tell fixed tests from broken ones."""
+    require: Require = "fail_to_pass"
+    protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED_PATHS))
+    """Globs of test files the agent may not change to certify its own fix."""
+    on_protected_change: Literal["revert", "block"] = "revert"
+    """`revert`: verify with those files restored to the base; `block`: fail the gate."""
+    junit_xml: str | None = None
+    """For commands other than pytest: a JUnit XML report file the command writes, relative to
+    /workspace; without it only the exit code counts."""
+
+
+class GatePolicy(_Section):
+    """What a patch may never contain."""
+
+    forbidden_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_FORBIDDEN_PATHS))
+    max_files_changed: int = Field(20, ge=1)
+    max_lines_changed: int = Field(800, ge=1)
+    max_file_bytes: int = Field(1_000_000, ge=1)
+    """Any file the patch adds or changes must be at most this big."""
+    allow_binary: bool = False
+    allow_symlinks: bool = False
+    secret_scan: bool = True
+    suspicious_patterns: Literal["warn", "block"] = "warn"
+    """Test-weakening code in added lines: skips, `sys.exit(`, report hooks, `__eq__` -> True."""
+
+
+class PublishPolicy(_Section):
+    """How the draft pull request looks."""
+
+    branch_prefix: str = Field("frognano/", min_length=1, pattern=r"^[A-Za-z0-9._/-]+$")
+    labels: list[str] = Field(default_factory=lambda: ["frognano", "needs-human-review"])
+    reviewers: list[str] = Field(default_factory=list)
+    team_reviewers: list[str] = Field(default_factory=list)
+    link: Literal["refs", "fixes"] = "refs"
+    """`Refs #N` leaves the issue open on merge; `Fixes #N` closes it."""
+
+
+class EffectivePolicy(_Section):
+    """The policy in force for one repository, after every file and matching rule."""
+
+    enabled: bool = True
+    trigger: TriggerPolicy = Field(default_factory=TriggerPolicy)
+    agent: AgentPolicy = Field(default_factory=AgentPolicy)
+    sandbox: SandboxPolicy = Field(default_factory=SandboxPolicy)
+    verify: VerifyPolicy = Field(default_factory=VerifyPolicy)
+    gate: GatePolicy = Field(default_factory=GatePolicy)
+    publish: PublishPolicy = Field(default_factory=PublishPolicy)
