@@ -28,7 +28,7 @@ class _Section(BaseModel):
 class TriggerPolicy(_Section):
     """Who may start a run."""
 
-    label: str = Field("frognano", min_length=1, max_length=50)
+    label: str = Field(default="frognano", min_length=1, max_length=50)
     """The issue label that starts a run."""
     min_permission: Permission = "write"
     """The labeller's least permission on the repository."""
@@ -38,13 +38,13 @@ class AgentPolicy(_Section):
     """The agent's budget and sampling (FrogNano-4B's model card: Leaf's evaluation budget and
     the "thinking, precise coding" sampling values)."""
 
-    max_steps: int = Field(150, ge=1, le=1000)
-    max_tokens_per_turn: int = Field(8192, ge=256, le=65536)
-    context_tokens: int = Field(131072, ge=4096, le=1048576)
-    time_limit_seconds: float = Field(10800, gt=0, le=86400)
-    temperature: float = Field(0.6, ge=0, le=2)
-    top_p: float = Field(0.95, gt=0, le=1)
-    top_k: int = Field(20, ge=-1)
+    max_steps: int = Field(default=150, ge=1, le=1000)
+    max_tokens_per_turn: int = Field(default=8192, ge=256, le=65536)
+    context_tokens: int = Field(default=131072, ge=4096, le=1048576)
+    time_limit_seconds: float = Field(default=10800, gt=0, le=86400)
+    temperature: float = Field(default=0.6, ge=0, le=2)
+    top_p: float = Field(default=0.95, gt=0, le=1)
+    top_k: int = Field(default=20, ge=-1)
     """-1 turns top-k sampling off (SGLang's convention)."""
     enable_thinking: bool = True
 
@@ -52,11 +52,11 @@ class AgentPolicy(_Section):
 class SandboxPolicy(_Section):
     """Where the agent and the tests run."""
 
-    image: str = Field("ghcr.io/frognano/sandbox-python:3.11", min_length=1)
+    image: str = Field(default="ghcr.io/frognano/sandbox-python:3.11", min_length=1)
     """Container image of the Kubernetes sandbox pod (the local sandbox uses the host's tools)."""
-    cpu: str = Field("2", pattern=r"^([0-9]+(\.[0-9]+)?|[0-9]+m)$")
-    memory: str = Field("4Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$")
-    ephemeral_storage: str = Field("10Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+    cpu: str = Field(default="2", pattern=r"^([0-9]+(\.[0-9]+)?|[0-9]+m)$")
+    memory: str = Field(default="4Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+    ephemeral_storage: str = Field(default="10Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$")
     runtime_class: str | None = None
     """RuntimeClass of the pod, e.g. `gvisor` or `kata`; None uses the cluster's default."""
     setup: list[str] = Field(default_factory=list, max_length=20)
@@ -66,9 +66,9 @@ class SandboxPolicy(_Section):
 class VerifyPolicy(_Section):
     """Which tests count, and what they must show."""
 
-    command: str = Field("python -m pytest -q", min_length=1)
+    command: str = Field(default="python -m pytest -q", min_length=1)
     """Run in /workspace; pytest gets `--junitxml` added so each test's outcome is known."""
-    timeout_seconds: float = Field(1800, gt=0, le=21600)
+    timeout_seconds: float = Field(default=1800, gt=0, le=21600)
     """Bound on each test run (baseline and verification)."""
     baseline: bool = True
     """Run the tests on the untouched repository too, to tell fixed tests from broken ones."""
@@ -86,9 +86,9 @@ class GatePolicy(_Section):
     """What a patch may never contain."""
 
     forbidden_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_FORBIDDEN_PATHS))
-    max_files_changed: int = Field(20, ge=1)
-    max_lines_changed: int = Field(800, ge=1)
-    max_file_bytes: int = Field(1_000_000, ge=1)
+    max_files_changed: int = Field(default=20, ge=1)
+    max_lines_changed: int = Field(default=800, ge=1)
+    max_file_bytes: int = Field(default=1_000_000, ge=1)
     """Any file the patch adds or changes must be at most this big."""
     allow_binary: bool = False
     allow_symlinks: bool = False
@@ -100,7 +100,7 @@ class GatePolicy(_Section):
 class PublishPolicy(_Section):
     """How the draft pull request looks."""
 
-    branch_prefix: str = Field("frognano/", min_length=1, pattern=r"^[A-Za-z0-9._/-]+$")
+    branch_prefix: str = Field(default="frognano/", min_length=1, pattern=r"^[A-Za-z0-9._/-]+$")
     labels: list[str] = Field(default_factory=lambda: ["frognano", "needs-human-review"])
     reviewers: list[str] = Field(default_factory=list)
     team_reviewers: list[str] = Field(default_factory=list)
