@@ -64,6 +64,7 @@ def environment(server: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
     env["FROGNANO_MODEL_BASE_URL"] = server.base_url
     env["FROGNANO_LOG_LEVEL"] = "WARNING"
+    env["FROGNANO_POLICY_DIR"] = str(tmp_path / "no-policies")  # the built-in defaults
     sandboxes = tmp_path / "sandboxes"
     sandboxes.mkdir(exist_ok=True)
     env["TMPDIR"] = str(sandboxes)
@@ -98,23 +99,26 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
         requests = server.requests
     assert done.returncode == 0, done.stderr
     assert "Patch ready for review: 1 file(s), +2 -0; tests: 2 passed" in done.stdout
+    assert "1 test(s) go from failing to passing, and none broke" in done.stdout
     patch = (out / "patch.diff").read_text()
     assert "+++ b/calc.py" in patch
     assert '+        raise ValueError("mean() of an empty list")' in patch
     assert "__pycache__" not in patch
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
-    assert report["outcome"] == {
-        "patch_ready": True,
-        "reason": "the agent's patch passes the tests",
-    }
+    assert report["outcome"]["patch_ready"] is True
+    assert report["outcome"]["reason"].startswith("the gate passed and verification held")
+    assert report["repo"] == "local/project"
+    assert report["policy"]["source"].startswith("built-in defaults")
     assert report["stop_reason"] == "completed"
     assert report["summary"] == "mean([]) now raises ValueError; the tests pass."
     assert report["issue_title"] == "mean([]) crashes"
     assert report["steps"] == 5
     assert report["tool_calls"] == 4
     assert report["patch"]["files"] == ["calc.py"]
-    assert report["tests"]["passed"] is True
-    assert report["tests"]["summary"].startswith("2 passed")
+    after = report["verification"]["verification"]
+    assert after["passed"] is True
+    assert after["summary"].startswith("2 passed")
+    assert report["verification"]["comparison"]["fixed"] == ["tests.test_calc::test_empty"]
     assert report["tokens"]["prompt"] > 0
     assert report["tokens"]["cached"] > 0
     assert report["sandbox"]["backend"] == "local"

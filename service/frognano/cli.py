@@ -16,12 +16,12 @@ from rich.console import Console
 from rich.table import Table
 
 from frognano import __version__
-from frognano.agent.loop import AgentLimits
 from frognano.agent.trajectory import read_events, render
+from frognano.cli_policy import policy_app
 from frognano.errors import ConfigError, FrogNanoError, SandboxUnavailable, UnsafePathError
 from frognano.log import configure_logging
-from frognano.pipeline import SolveJob, SolveOutcome, new_run_id, solve
-from frognano.progress import LiveProgress
+from frognano.policy.loader import load_policies
+from frognano.policy.models import EffectivePolicy
 from frognano.sandbox import SandboxOptions, create_sandbox
 from frognano.sandbox.netcheck import (
     DEFAULT_PROBES,
@@ -31,7 +31,7 @@ from frognano.sandbox.netcheck import (
     loopback_service,
 )
 from frognano.settings import Settings, load_settings
-from frognano.verify import DEFAULT_TEST_COMMAND
+from frognano.workspace import repo_name
 
 T = TypeVar("T")
 
@@ -46,6 +46,7 @@ sandbox_app = typer.Typer(
     help="Check and use the sandboxes that agent commands run in.", no_args_is_help=True
 )
 app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(policy_app, name="policy")
 trajectory_app = typer.Typer(help="Read the trajectories that runs record.", no_args_is_help=True)
 app.add_typer(trajectory_app, name="trajectory")
 
@@ -243,6 +244,20 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
     raise typer.Exit(code if code is not None else 1)
 
 
+def _policy_for(repo: str, given: Path | None, configured: Path) -> tuple[EffectivePolicy, str]:
+    """The effective policy for `repo` and where it came from. Without `--policy-dir`, a
+    missing FROGNANO_POLICY_DIR means the built-in defaults (a laptop has no policy folder)."""
+    directory = given or configured
+    if given is None and not directory.exists():
+        return EffectivePolicy(), f"built-in defaults ({directory} does not exist)"
+    policies = load_policies(directory)
+    try:
+        effective = policies.for_repo(repo)
+    except ValueError as exc:
+        raise ConfigError(f"--repo {repo!r}: {exc}") from exc
+    return effective, f"{directory} ({len(policies.files)} file(s))"
+
+
 def _read_issue(path: Path, title: str | None) -> tuple[str, str]:
     """Title and body from an issue file; a leading Markdown heading is the default title."""
     try:
@@ -287,11 +302,28 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     ] = None,
     python_env: PythonEnvOption = None,
     test_command: Annotated[
-        str, typer.Option(help="Run after the agent, in /workspace, to check the patch.")
-    ] = DEFAULT_TEST_COMMAND,
+        str | None,
+        typer.Option(help="Test command for verification (default: the policy's verify.command)."),
+    ] = None,
     max_steps: Annotated[
-        int, typer.Option(help="Model turns before the run stops.", min=1)
-    ] = AgentLimits().max_steps,
+        int | None,
+        typer.Option(help="Model turns before the run stops (default: the policy's).", min=1),
+    ] = None,
+    policy_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Policy folder (default: FROGNANO_POLICY_DIR; the built-in defaults when that "
+            "folder does not exist).",
+            file_okay=False,
+        ),
+    ] = None,
+    repo: Annotated[
+        str | None,
+        typer.Option(
+            help="OWNER/NAME the policy rules match (default: from the `origin` remote, else "
+            "local/FOLDER)."
+        ),
+    ] = None,
 ) -> None:
     """Run the agent on REPO_DIR for one issue; write patch.diff, report.json, report.md and
     trajectory.jsonl.
@@ -301,22 +333,43 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     FROGNANO_MODEL_NAME. Exits 0 when the patch is ready for review, 1 when the run ended
     without one, 2 for bad usage or configuration.
     """
+    # Imported here: the model client's dependencies take a second to import, which every
+    # other command would pay for nothing.
+    from frognano.pipeline import SolveJob, SolveOutcome, new_run_id, solve  # noqa: PLC0415
+    from frognano.progress import LiveProgress  # noqa: PLC0415
+
     settings = _settings(ctx)
     issue_title, body = _read_issue(issue_file, title)
+    name = repo or repo_name(repo_dir)
+    try:
+        policy, source = _policy_for(name, policy_dir, settings.policy_dir)
+        if test_command is not None:
+            policy = policy.model_copy(
+                update={"verify": policy.verify.model_copy(update={"command": test_command})}
+            )
+            source += f"; --test-command {test_command!r}"
+        if max_steps is not None:
+            policy = policy.model_copy(
+                update={"agent": policy.agent.model_copy(update={"max_steps": max_steps})}
+            )
+            source += f"; --max-steps {max_steps}"
+    except ConfigError as exc:
+        _fail(str(exc), 2)
     run_id = new_run_id()
     job = SolveJob(
         repo_dir=repo_dir,
         title=issue_title,
         body=body,
         out_dir=out if out is not None else Path("frognano-runs") / run_id,
+        repo=name,
+        policy=policy,
+        policy_source=source,
         backend=sandbox or settings.sandbox,
-        test_command=test_command,
         python_env=python_env,
-        limits=AgentLimits(max_steps=max_steps),
         run_id=run_id,
     )
     err = _console(stderr=True)
-    live = LiveProgress(err, job.limits.max_steps) if err.is_terminal else None
+    live = LiveProgress(err, policy.agent.max_steps) if err.is_terminal else None
 
     async def go() -> SolveOutcome:
         if live is None:
@@ -326,14 +379,20 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
 
     outcome = _run(go())
     report = outcome.report
-    err.print(f"Results in {outcome.out_dir}/ (report.md, patch.diff, trajectory.jsonl)")
+    err.print(
+        f"Results in {outcome.out_dir}/ (report.md, patch.diff, trajectory.jsonl)",
+        highlight=False,
+        soft_wrap=True,
+    )
     if not outcome.patch_ready:
         _fail(f"no patch: {outcome.reason}", 1)
     patch = report["patch"]
     _console().print(
         f"Patch ready for review: {len(patch['files'])} file(s), +{patch['insertions']} "
-        f"-{patch['deletions']}; tests: {report['tests']['summary']}",
+        f"-{patch['deletions']}; tests: {report['verification']['verification']['summary']}; "
+        f"{report['verification']['reason']}",
         highlight=False,
+        soft_wrap=True,
     )
 
 

@@ -4,6 +4,7 @@
     ├── ConfigError            settings or options are wrong; the message says which and how to fix
     ├── UnsafePathError        a path would leave the sandbox (relative, outside its roots, a
     │                          symlink out of an uploaded tree); also a ValueError
+    ├── SetupError             a policy setup command failed; nothing after it would mean anything
     ├── SandboxError           the sandbox itself failed, not a command inside it
     │   ├── SandboxUnavailable no isolation mechanism works on this host
     │   ├── SandboxStartError  the sandbox could not be created or a command could not start in it
@@ -31,6 +32,10 @@ class ConfigError(FrogNanoError):
 
 class UnsafePathError(FrogNanoError, ValueError):
     """A path would reach outside the sandbox or outside the tree being copied into it."""
+
+
+class SetupError(FrogNanoError):
+    """A `sandbox.setup` command of the policy failed; the message has its output."""
 
 
 class SandboxError(FrogNanoError):

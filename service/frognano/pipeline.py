@@ -1,4 +1,4 @@
-"""One run, stage by stage: sandbox, baseline, agent, patch, tests, report (what `solve` runs)."""
+"""One run, stage by stage: sandbox, agent, patch, verification, gate, report (`solve`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,14 +16,17 @@ from frognano.agent.loop import AgentLimits, AgentLoop, AgentResult, ChatModel, 
 from frognano.agent.model import ModelClient, SamplingConfig
 from frognano.agent.tools import TOOL_DEFINITIONS, TOOLS_JSON, ToolBox
 from frognano.agent.trajectory import TrajectoryWriter
-from frognano.errors import ConfigError, ModelError, SandboxError
+from frognano.errors import ConfigError, FrogNanoError, ModelError, SandboxUnavailable
 from frognano.log import get_logger
-from frognano.reports import write_reports
+from frognano.policy.gate import Finding, blocked, run_gate
+from frognano.policy.models import AgentPolicy, EffectivePolicy
+from frognano.reports import build_report, write_reports
 from frognano.sandbox import SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.settings import Settings
-from frognano.verify import DEFAULT_TEST_COMMAND, DEFAULT_TEST_TIMEOUT, TestRun, run_tests
-from frognano.workspace import Patch, collect_patch, make_baseline, upload_excludes
+from frognano.verification import verify_patch
+from frognano.verify import Verification
+from frognano.workspace import Patch, collect_patch, prepare, upload_excludes
 
 log = get_logger(__name__)
 
@@ -40,12 +43,12 @@ class SolveJob:
     title: str
     body: str
     out_dir: Path
+    repo: str = "local/repo"
+    """`owner/name`, as policy rules match it."""
+    policy: EffectivePolicy = field(default_factory=EffectivePolicy)
+    policy_source: str = "built-in defaults"
     backend: str = "local"
-    test_command: str = DEFAULT_TEST_COMMAND
-    test_timeout: float = DEFAULT_TEST_TIMEOUT
     python_env: Path | None = None
-    limits: AgentLimits = field(default_factory=AgentLimits)
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
     run_id: str = field(default_factory=new_run_id)
 
 
@@ -60,7 +63,7 @@ class SolveOutcome:
 
 
 @dataclass
-class _Run:
+class RunState:
     """What a run has found out so far; written to the reports however the run ends."""
 
     job: SolveJob
@@ -71,8 +74,27 @@ class _Run:
     base_commit: str | None = None
     agent: AgentResult | None = None
     patch: Patch | None = None
-    tests: TestRun | None = None
+    verification: Verification | None = None
+    findings: list[Finding] | None = None
     error: str | None = None
+
+
+def limits_for(agent: AgentPolicy) -> tuple[AgentLimits, SamplingConfig]:
+    """The loop's limits and the request's sampling values, from the policy's `agent` keys."""
+    limits = AgentLimits(
+        max_steps=agent.max_steps,
+        time_limit_seconds=agent.time_limit_seconds,
+        context_tokens=agent.context_tokens,
+        max_tokens_per_turn=agent.max_tokens_per_turn,
+    )
+    sampling = SamplingConfig(
+        max_tokens=agent.max_tokens_per_turn,
+        temperature=agent.temperature,
+        top_p=agent.top_p,
+        top_k=agent.top_k,
+        enable_thinking=agent.enable_thinking,
+    )
+    return limits, sampling
 
 
 async def solve(
@@ -83,18 +105,25 @@ async def solve(
     on_progress: Callable[[Progress], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> SolveOutcome:
-    """Run the agent on a local checkout and write patch.diff, report.json, report.md and
-    trajectory.jsonl to `job.out_dir`. Cancellation still writes the reports, then propagates.
+    """Run the agent on a local checkout, verify and gate its patch, and write patch.diff,
+    report.json, report.md and trajectory.jsonl to `job.out_dir`. Cancellation still writes
+    the reports, then propagates.
 
-    `model` replaces the OpenAI-compatible client built from the settings (tests, benchmarks).
+    `model` replaces the OpenAI-compatible client built from the settings (benchmarks).
     """
+    if not job.policy.enabled:
+        raise ConfigError(
+            f"the policy ({job.policy_source}) disables FrogNano for {job.repo} (enabled: false)"
+        )
     repo_dir = job.repo_dir.resolve()
     excludes = upload_excludes(repo_dir)
     _prepare_out_dir(job.out_dir)
-    run = _Run(job)
+    run = RunState(job)
     stage = on_stage or (lambda _name: None)
-    bound = log.bind(run_id=job.run_id)
+    bound = log.bind(run_id=job.run_id, repo=job.repo)
+    _, sampling = limits_for(job.policy.agent)
     client: ModelClient | None = None
+    options = SandboxOptions.from_settings(settings, repo_dir=repo_dir, python_env=job.python_env)
     try:
         if model is None:
             client = ModelClient(
@@ -103,37 +132,21 @@ async def solve(
                 api_key=_secret(settings),
                 tools_json=TOOLS_JSON,
                 tool_definitions=TOOL_DEFINITIONS,
-                # One number: the loop budgets the context with the turn size it asks for.
-                sampling=replace(job.sampling, max_tokens=job.limits.max_tokens_per_turn),
+                sampling=sampling,
             )
             stage("checking the model server")
             await client.check()
             model = client
-        stage("starting the sandbox")
-        options = SandboxOptions.from_settings(
-            settings, repo_dir=repo_dir, python_env=job.python_env
+        await _work(
+            run, model, options=options, excludes=excludes, stage=stage, on_progress=on_progress
         )
-        async with await create_sandbox(job.backend, options) as box:
-            run.mechanism = getattr(box, "mechanism", None)
-            with _timed(run, "prepare"):
-                stage("copying the repository")
-                await box.upload_tree(repo_dir, exclude=excludes + _env_in_tree(box, repo_dir))
-                run.base_commit = await make_baseline(box)
-            bound.info("solve.prepared", base_commit=run.base_commit, mechanism=run.mechanism)
-            stage("running the agent")
-            await _run_agent(run, model, box, on_progress)
-            if run.agent is not None and run.agent.stop_reason is not StopReason.SANDBOX_ERROR:
-                stage("collecting the patch")
-                with _timed(run, "diff"):
-                    run.patch = await collect_patch(box, run.base_commit)
-                stage(f"running the tests: {job.test_command}")
-                with _timed(run, "tests"):
-                    run.tests = await run_tests(box, job.test_command, job.test_timeout)
     except asyncio.CancelledError:
         run.error = "the run was cancelled"
         _finish(run)
         raise
-    except (ModelError, SandboxError) as exc:
+    except (ConfigError, SandboxUnavailable):
+        raise  # bad usage or an unfit host: exit 2, there is no run to report
+    except (ModelError, FrogNanoError) as exc:
         run.error = str(exc)
     finally:
         if client is not None:
@@ -143,21 +156,69 @@ async def solve(
     return outcome
 
 
-async def _run_agent(
-    run: _Run,
+async def _work(
+    run: RunState,
     model: ChatModel,
-    box: Sandbox,
+    *,
+    options: SandboxOptions,
+    excludes: list[str],
+    stage: Callable[[str], None],
     on_progress: Callable[[Progress], None] | None,
 ) -> None:
+    """The stages that need sandboxes: the agent's, then a fresh one for verification."""
+    job = run.job
+    repo_dir = job.repo_dir.resolve()
+    stage("starting the sandbox")
+    async with await create_sandbox(job.backend, options) as box:
+        run.mechanism = getattr(box, "mechanism", None)
+        exclude = excludes + _env_in_tree(box, repo_dir)
+        with _timed(run, "prepare"):
+            setup = " and running the policy's setup" if job.policy.sandbox.setup else ""
+            stage(f"copying the repository{setup}")
+            run.base_commit = await prepare(box, repo_dir, exclude, job.policy.sandbox.setup)
+        log.info("solve.prepared", run_id=job.run_id, base=run.base_commit, via=run.mechanism)
+        stage("running the agent")
+        await _run_agent(run, model, box, on_progress=on_progress)
+        if run.agent is not None and run.agent.stop_reason is not StopReason.SANDBOX_ERROR:
+            stage("collecting the patch")
+            with _timed(run, "diff"):
+                run.patch = await collect_patch(box, run.base_commit)
+    if run.patch is None or run.patch.empty:
+        return
+    stage(f"verifying the patch in a fresh sandbox: {job.policy.verify.command}")
+    with _timed(run, "verify"):
+        async with await create_sandbox(job.backend, options) as fresh:
+            run.verification, facts = await verify_patch(
+                fresh, repo_dir, exclude, job.policy, run.patch.diff
+            )
+    run.findings = run_gate(run.patch.diff, facts, job.policy.gate, job.policy.verify)
+
+
+async def _run_agent(
+    run: RunState,
+    model: ChatModel,
+    box: Sandbox,
+    *,
+    on_progress: Callable[[Progress], None] | None,
+) -> None:
+    limits, sampling = limits_for(run.job.policy.agent)
     job = run.job
     with TrajectoryWriter(job.out_dir / "trajectory.jsonl") as trajectory, _timed(run, "agent"):
         trajectory.write(
             "run_info",
             run_id=job.run_id,
             frognano=__version__,
-            repo=str(job.repo_dir),
+            repo=job.repo,
+            repo_dir=str(job.repo_dir.resolve()),
             base_commit=run.base_commit,
-            sampling=asdict(job.sampling),
+            policy=job.policy_source,
+            sampling={
+                "max_tokens": sampling.max_tokens,
+                "temperature": sampling.temperature,
+                "top_p": sampling.top_p,
+                "top_k": sampling.top_k,
+                "enable_thinking": sampling.enable_thinking,
+            },
             sandbox={"backend": job.backend, "mechanism": run.mechanism},
         )
         loop = AgentLoop(
@@ -165,7 +226,7 @@ async def _run_agent(
             ToolBox(box),
             title=job.title,
             body=job.body,
-            limits=job.limits,
+            limits=limits,
             trajectory=trajectory,
             on_progress=on_progress,
         )
@@ -175,16 +236,16 @@ async def _run_agent(
             run.agent = run.agent or loop.result
 
 
-def _finish(run: _Run) -> SolveOutcome:
-    job = run.job
-    patch_ready, reason = _verdict(run)
-    report = _report(run, patch_ready, reason)
-    write_reports(job.out_dir, report, run.patch.diff if run.patch else b"")
-    return SolveOutcome(patch_ready, reason, report, job.out_dir)
+def _finish(run: RunState) -> SolveOutcome:
+    patch_ready, reason = verdict(run)
+    report = build_report(run, patch_ready, reason, time.monotonic() - run.started)
+    write_reports(run.job.out_dir, report, run.patch.diff if run.patch else b"")
+    return SolveOutcome(patch_ready, reason, report, run.job.out_dir)
 
 
-def _verdict(run: _Run) -> tuple[bool, str]:  # noqa: PLR0911 - one return per outcome
-    """Until the policy gate exists, a patch is ready when it is non-empty and tests pass."""
+def verdict(run: RunState) -> tuple[bool, str]:  # noqa: PLR0911 - one return per outcome
+    """A patch is ready when it is not empty, the gate passes and the policy's `require`
+    rule held in verification."""
     if run.error is not None:
         return False, run.error
     agent = run.agent
@@ -196,78 +257,23 @@ def _verdict(run: _Run) -> tuple[bool, str]:  # noqa: PLR0911 - one return per o
         if agent.stop_reason is StopReason.COMPLETED:
             return False, "the agent finished without changing any file"
         return False, f"the agent stopped ({agent.detail}) without changing any file"
-    if run.tests is None or not run.tests.passed:
-        summary = run.tests.summary if run.tests else "not run"
-        return False, f"the tests do not pass with the agent's patch ({summary})"
+    findings = run.findings or []
+    if blocked(findings):
+        reasons = "; ".join(f.reason for f in findings if f.severity == "block")
+        return False, f"the gate blocked the patch: {reasons}"
+    if run.verification is None or not run.verification.verdict.held:
+        why = run.verification.verdict.reason if run.verification else "not verified"
+        return False, f"verification failed ({run.job.policy.verify.require}): {why}"
+    reason = f"the gate passed and verification held: {run.verification.verdict.reason}"
     if agent.stop_reason is not StopReason.COMPLETED:
-        return True, f"a patch passes the tests, but the agent stopped early: {agent.detail}"
-    return True, "the agent's patch passes the tests"
-
-
-def _report(run: _Run, patch_ready: bool, reason: str) -> dict[str, Any]:
-    job = run.job
-    agent = run.agent
-    stats = agent.stats if agent else None
-    return {
-        "run_id": job.run_id,
-        "frognano": __version__,
-        "started_at": run.started_at,
-        "repo": str(job.repo_dir.resolve()),
-        "issue_title": job.title,
-        "outcome": {"patch_ready": patch_ready, "reason": reason},
-        "stop_reason": agent.stop_reason.value if agent else None,
-        "stop_detail": agent.detail if agent else run.error,
-        "summary": agent.summary if agent else "",
-        "steps": stats.steps if stats else 0,
-        "max_steps": job.limits.max_steps,
-        "tokens": {
-            "prompt": stats.prompt_tokens if stats else 0,
-            "completion": stats.completion_tokens if stats else 0,
-            "cached": stats.cached_tokens if stats and stats.cache_reported else None,
-            "last_prompt": stats.last_prompt_tokens if stats else 0,
-        },
-        "tool_calls": stats.tool_calls if stats else 0,
-        "tool_errors": stats.tool_errors if stats else 0,
-        "tools_used": dict(stats.tools_used) if stats else {},
-        "truncated_turns": stats.truncated_turns if stats else 0,
-        "compactions": stats.compactions if stats else 0,
-        "durations": {
-            "total": round(time.monotonic() - run.started, 3),
-            **{name: round(seconds, 3) for name, seconds in run.stages.items()},
-            "model": round(stats.model_seconds, 3) if stats else 0.0,
-            "tools": round(stats.tool_seconds, 3) if stats else 0.0,
-        },
-        "sandbox": {"backend": job.backend, "mechanism": run.mechanism},
-        "base_commit": run.base_commit,
-        "patch": None
-        if run.patch is None
-        else {
-            "files": list(run.patch.files),
-            "insertions": run.patch.insertions,
-            "deletions": run.patch.deletions,
-            "bytes": len(run.patch.diff),
-        },
-        "tests": None
-        if run.tests is None
-        else {
-            "command": run.tests.command,
-            "exit_code": run.tests.exit_code,
-            "passed": run.tests.passed,
-            "timed_out": run.tests.timed_out,
-            "summary": run.tests.summary,
-            "duration": round(run.tests.duration, 3),
-            "output_tail": run.tests.output_tail,
-        },
-        "limits": asdict(job.limits),
-        "sampling": asdict(job.sampling),
-        "error": run.error,
-    }
+        reason += f" (the agent stopped early: {agent.detail})"
+    return True, reason
 
 
 class _timed:
     """Adds the block's duration to `run.stages[name]`."""
 
-    def __init__(self, run: _Run, name: str) -> None:
+    def __init__(self, run: RunState, name: str) -> None:
         self.run, self.name = run, name
 
     def __enter__(self) -> None:

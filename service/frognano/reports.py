@@ -4,32 +4,139 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from frognano import __version__
+
+if TYPE_CHECKING:
+    from frognano.pipeline import RunState
+    from frognano.verify import TestRun
+
+
+def build_report(run: RunState, patch_ready: bool, reason: str, total: float) -> dict[str, Any]:
+    """report.json: everything a reader needs to see why a patch was or was not accepted."""
+    job = run.job
+    agent = run.agent
+    stats = agent.stats if agent else None
+    verification = run.verification
+    return {
+        "run_id": job.run_id,
+        "frognano": __version__,
+        "started_at": run.started_at,
+        "repo": job.repo,
+        "repo_dir": str(job.repo_dir.resolve()),
+        "issue_title": job.title,
+        "outcome": {"patch_ready": patch_ready, "reason": reason},
+        "stop_reason": agent.stop_reason.value if agent else None,
+        "stop_detail": agent.detail if agent else run.error,
+        "summary": agent.summary if agent else "",
+        "steps": stats.steps if stats else 0,
+        "max_steps": job.policy.agent.max_steps,
+        "tokens": {
+            "prompt": stats.prompt_tokens if stats else 0,
+            "completion": stats.completion_tokens if stats else 0,
+            "cached": stats.cached_tokens if stats and stats.cache_reported else None,
+            "last_prompt": stats.last_prompt_tokens if stats else 0,
+        },
+        "tool_calls": stats.tool_calls if stats else 0,
+        "tool_errors": stats.tool_errors if stats else 0,
+        "tools_used": dict(stats.tools_used) if stats else {},
+        "truncated_turns": stats.truncated_turns if stats else 0,
+        "compactions": stats.compactions if stats else 0,
+        "durations": {
+            "total": round(total, 3),
+            **{name: round(seconds, 3) for name, seconds in run.stages.items()},
+            "model": round(stats.model_seconds, 3) if stats else 0.0,
+            "tools": round(stats.tool_seconds, 3) if stats else 0.0,
+        },
+        "sandbox": {"backend": job.backend, "mechanism": run.mechanism},
+        "base_commit": run.base_commit,
+        "patch": None
+        if run.patch is None
+        else {
+            "files": list(run.patch.files),
+            "insertions": run.patch.insertions,
+            "deletions": run.patch.deletions,
+            "bytes": len(run.patch.diff),
+        },
+        "verification": None
+        if verification is None
+        else {
+            "require": verification.require,
+            "held": verification.verdict.held,
+            "reason": verification.verdict.reason,
+            "restored": list(verification.restored),
+            "effective_files": list(verification.effective_files),
+            "comparison": None
+            if verification.comparison is None
+            else _lists(asdict(verification.comparison)),
+            "baseline": _run(verification.baseline),
+            "verification": _run(verification.verification),
+        },
+        "gate": None
+        if run.findings is None
+        else {
+            "passed": not any(f.severity == "block" for f in run.findings),
+            "findings": [asdict(finding) for finding in run.findings],
+        },
+        "policy": {
+            "source": job.policy_source,
+            "repo": job.repo,
+            "effective": job.policy.model_dump(mode="json"),
+        },
+        "error": run.error,
+    }
+
+
+def _lists(values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: list(value) if isinstance(value, tuple) else value for key, value in values.items()
+    }
+
+
+def _run(test_run: TestRun | None) -> dict[str, Any] | None:
+    if test_run is None:
+        return None
+    outcomes = test_run.outcomes
+    return {
+        "command": test_run.command,
+        "exit_code": test_run.exit_code,
+        "passed": test_run.passed,
+        "timed_out": test_run.timed_out,
+        "summary": test_run.summary,
+        "duration": round(test_run.duration, 3),
+        "tests": None if outcomes is None else dict(sorted(outcomes.items())),
+        "report_note": test_run.report_note,
+        "output": test_run.output,
+    }
 
 
 def write_reports(out_dir: Path, report: dict[str, Any], diff: bytes) -> None:
     """Write the three files, each replaced atomically so a reader never sees half of one."""
     _write(out_dir / "patch.diff", diff)
-    _write(
-        out_dir / "report.json", (json.dumps(report, indent=2, ensure_ascii=False) + "\n").encode()
-    )
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    _write(out_dir / "report.json", text.encode())
     _write(out_dir / "report.md", render_markdown(report).encode())
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    """The report for a person: outcome first, then the agent, the tests and the patch."""
+    """The report for a person: outcome first, then the agent, verification, gate and patch."""
     outcome = report["outcome"]
     tokens = report["tokens"]
     durations = report["durations"]
     verdict = "Patch ready for review" if outcome["patch_ready"] else "No patch"
+    sandbox = report["sandbox"]
     lines = [
         f"# FrogNano run {report['run_id']}",
         "",
         f"**{verdict}:** {outcome['reason']}.",
         "",
         f"- Issue: {report['issue_title']}",
-        f"- Repository: `{report['repo']}` (baseline `{report.get('base_commit') or '-'}`)",
+        f"- Repository: {report['repo']} at `{report['repo_dir']}` "
+        f"(base `{report.get('base_commit') or '-'}`)",
+        f"- Policy: {report['policy']['source']}",
         f"- Stop reason: `{report['stop_reason']}` ({report['stop_detail']})",
         f"- Steps: {report['steps']} of {report['max_steps']}; tool calls: "
         f"{report['tool_calls']} ({report['tool_errors']} errors)",
@@ -37,50 +144,100 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{tokens['completion']:,} generated; last prompt {tokens['last_prompt']:,}",
         f"- Time: {durations['total']:.1f} s in all, model {durations['model']:.1f} s, "
         f"tools {durations['tools']:.1f} s",
-        f"- Sandbox: {report['sandbox']['backend']}"
-        + (f" ({report['sandbox']['mechanism']})" if report["sandbox"].get("mechanism") else ""),
+        f"- Sandbox: {sandbox['backend']}"
+        + (f" ({sandbox['mechanism']})" if sandbox.get("mechanism") else ""),
         "",
         "## The agent's summary",
         "",
         report["summary"] or "_The agent wrote no summary._",
         "",
-    ]
-    tests = report.get("tests")
-    lines += ["## Tests after the agent", ""]
-    if tests is None:
-        lines += ["_Not run._", ""]
-    else:
-        status = "passed" if tests["passed"] else "FAILED"
-        lines += [
-            f"`{tests['command']}` {status}: {tests['summary']} "
-            f"(exit code {tests['exit_code']}, {tests['duration']:.1f} s)",
-            "",
-            "<details><summary>Output (last lines)</summary>",
-            "",
-            "```",
-            "\n".join(tests["output_tail"].splitlines()[-60:]),
-            "```",
-            "",
-            "</details>",
-            "",
-        ]
-    patch = report.get("patch")
-    lines += ["## Patch", ""]
-    if not patch or not patch["files"]:
-        lines += ["_No changes._", ""]
-    else:
-        lines += [
-            f"{len(patch['files'])} file(s), +{patch['insertions']} -{patch['deletions']}, "
-            "in `patch.diff`:",
-            "",
-            *(f"- `{path}`" for path in patch["files"]),
-            "",
-        ]
-    lines += [
+        *_verification_md(report.get("verification")),
+        *_gate_md(report.get("gate")),
+        *_patch_md(report.get("patch")),
         "FrogNano-4B is a small research model. Review every change before using it.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _verification_md(verification: dict[str, Any] | None) -> list[str]:
+    lines = ["## Verification", ""]
+    if verification is None:
+        return [*lines, "_Not run: there was no patch to verify._", ""]
+    status = "held" if verification["held"] else "FAILED"
+    lines += [
+        f"Rule `{verification['require']}` {status}: {verification['reason']}.",
+        "",
+        "The patch was tested on a fresh copy of the base, in a sandbox the agent never used.",
+    ]
+    if verification["restored"]:
+        restored = ", ".join(f"`{path}`" for path in verification["restored"])
+        lines.append(f"Test files the agent changed were restored to the base first: {restored}.")
+    lines.append("")
+    for label, key in (("Before (base)", "baseline"), ("After (base + patch)", "verification")):
+        test_run = verification.get(key)
+        if test_run is None:
+            lines += [f"- {label}: not run", ""]
+            continue
+        lines.append(
+            f"- {label}: {test_run['summary']} (exit code {test_run['exit_code']}, "
+            f"{test_run['duration']:.1f} s)"
+            + (f"; {test_run['report_note']}" if test_run["report_note"] else "")
+        )
+    comparison = verification.get("comparison")
+    if comparison:
+        lines.append("")
+        for label, key in (
+            ("Fixed (failing before, passing now)", "fixed"),
+            ("Broken (passing before, failing now)", "broken"),
+            ("Still failing", "still_failing"),
+            ("Skipped", "skipped"),
+        ):
+            tests = comparison[key]
+            if tests:
+                shown = ", ".join(f"`{test}`" for test in tests[:20])
+                more = f" and {len(tests) - 20} more" if len(tests) > 20 else ""
+                lines.append(f"- {label}: {shown}{more}")
+    after = verification.get("verification")
+    if after and after["output"]:
+        lines += [
+            "",
+            "<details><summary>Test output after the patch (last lines)</summary>",
+            "",
+            "```",
+            "\n".join(after["output"].splitlines()[-60:]),
+            "```",
+            "",
+            "</details>",
+        ]
+    return [*lines, ""]
+
+
+def _gate_md(gate: dict[str, Any] | None) -> list[str]:
+    lines = ["## Gate", ""]
+    if gate is None:
+        return [*lines, "_Not run._", ""]
+    if not gate["findings"]:
+        return [*lines, "Passed: nothing in the patch conflicts with the policy.", ""]
+    lines += ["Passed with warnings:" if gate["passed"] else "Blocked:", ""]
+    for finding in gate["findings"]:
+        where = f" `{finding['path']}`" if finding.get("path") else ""
+        lines.append(f"- **{finding['severity']}** {finding['kind']}{where}: {finding['reason']}")
+    return [*lines, ""]
+
+
+def _patch_md(patch: dict[str, Any] | None) -> list[str]:
+    lines = ["## Patch", ""]
+    if not patch or not patch["files"]:
+        return [*lines, "_No changes._", ""]
+    return [
+        *lines,
+        f"{len(patch['files'])} file(s), +{patch['insertions']} -{patch['deletions']}, "
+        "in `patch.diff`:",
+        "",
+        *(f"- `{path}`" for path in patch["files"]),
+        "",
+    ]
 
 
 def _cached(tokens: dict[str, Any]) -> str:

@@ -6,10 +6,11 @@ import base64
 import re
 import shlex
 import subprocess
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from frognano.errors import ConfigError, SandboxError
+from frognano.errors import ConfigError, FrogNanoError, SandboxError, SetupError
 from frognano.sandbox.base import WORKSPACE, Sandbox
 
 # Caches and build products that never belong in a patch, whatever the repo's .gitignore says.
@@ -28,6 +29,9 @@ DIFF_EXCLUDES = (
     "htmlcov/",
 )
 MAX_PATCH_BYTES = 16 * 1024 * 1024
+SETUP_TIMEOUT = 1800.0
+SETUP_OUTPUT_BYTES = 24_000
+_PATCH_FILE = "/tmp/frognano-patch.diff"  # noqa: S108 - the sandbox's own /tmp
 
 # Git inside the sandbox ignores system and user configuration and runs no hooks; the commit
 # date is fixed so the same tree always gives the same baseline commit.
@@ -74,6 +78,19 @@ def upload_excludes(repo_dir: Path) -> list[str]:
     ignored = [item.decode("utf-8", "surrogateescape").rstrip("/") for item in listed.split(b"\0")]
     own_git = [".git"] if (repo_dir / ".git").exists() else []
     return [*own_git, *(path for path in ignored if path)]
+
+
+_REMOTE = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
+def repo_name(repo_dir: Path) -> str:
+    """`owner/name` from the checkout's `origin` remote (GitHub-style URL), else
+    `local/<folder name>`: the name policy rules match against."""
+    remote = _git(repo_dir, "remote", "get-url", "origin", check=False)
+    found = _REMOTE.search(remote.stdout.decode(errors="replace").strip())
+    if remote.returncode == 0 and found:
+        return f"{found.group(1)}/{found.group(2)}"
+    return f"local/{repo_dir.resolve().name}"
 
 
 def _git(repo_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -139,12 +156,124 @@ async def collect_patch(sandbox: Sandbox, base: str) -> Patch:
     return Patch(diff, tuple(files), insertions, deletions)
 
 
-async def _git_output(sandbox: Sandbox, command: str) -> str:
+async def _git_output(sandbox: Sandbox, command: str, stdin: bytes | None = None) -> str:
     result = await sandbox.exec(
-        command, cwd=WORKSPACE, timeout=600, output_limit=MAX_PATCH_BYTES, split_stderr=True
+        command,
+        cwd=WORKSPACE,
+        timeout=600,
+        stdin=stdin,
+        output_limit=MAX_PATCH_BYTES,
+        split_stderr=True,
     )
     if result.truncated:
         raise SandboxError(f"the patch is larger than {MAX_PATCH_BYTES * 3 // 4 // 2**20} MiB")
     if not result.ok:
         raise SandboxError(f"git failed in the sandbox: {(result.stderr or '').strip()}")
     return result.stdout or ""
+
+
+async def prepare(
+    sandbox: Sandbox,
+    repo_dir: Path,
+    exclude: Collection[str],
+    setup: Sequence[str] = (),
+) -> str:
+    """Upload the repository, commit it, run the policy's setup commands and commit what
+    they add; returns the base commit every diff is taken against."""
+    await sandbox.upload_tree(repo_dir, exclude=exclude)
+    base = await make_baseline(sandbox)
+    if not setup:
+        return base
+    for command in setup:
+        result = await sandbox.exec(
+            command, cwd=WORKSPACE, timeout=SETUP_TIMEOUT, output_limit=SETUP_OUTPUT_BYTES
+        )
+        if not result.ok:
+            status = (
+                f"timed out after {SETUP_TIMEOUT:g} s"
+                if result.timed_out
+                else f"exited {result.exit_code}"
+            )
+            raise SetupError(
+                f"the policy's setup command `{command}` {status}:\n{result.output.strip()}"
+            )
+    # Files setup made that git does not ignore become part of the base; ignored ones (build
+    # outputs, caches) stay as they are, outside every diff.
+    script = (
+        f"set -e; {_GIT} add --all; "
+        f"if ! {_GIT} diff --cached --quiet; then "
+        f"{_GIT} commit -q --no-verify -m 'FrogNano setup'; fi; {_GIT} rev-parse HEAD"
+    )
+    result = await sandbox.exec(script, cwd=WORKSPACE, timeout=600)
+    lines = result.output.strip().splitlines()
+    if not result.ok or not lines or not _SHA.match(lines[-1]):
+        raise SandboxError(f"could not commit the setup's files: {result.output.strip()}")
+    return lines[-1]
+
+
+async def apply_patch(sandbox: Sandbox, diff: bytes) -> None:
+    """Apply a patch made by `collect_patch` to a fresh copy of the same base."""
+    await sandbox.write_file(_PATCH_FILE, diff)
+    result = await sandbox.exec(
+        f"{_GIT} apply --binary --whitespace=nowarn {_PATCH_FILE} && rm -f {_PATCH_FILE}",
+        cwd=WORKSPACE,
+        timeout=600,
+    )
+    if not result.ok:
+        raise FrogNanoError(
+            f"the patch does not apply to a fresh copy of the base: {result.output.strip()}"
+        )
+
+
+async def changed_files(sandbox: Sandbox, base: str) -> list[tuple[str, str]]:
+    """(status, path) of each file the working tree changes against base: A, M, T (type
+    change, e.g. a file made a symlink) or D."""
+    listing = await _git_output(
+        sandbox, f"{_GIT} add --all && {_GIT} diff --cached --name-status --no-renames -z {base}"
+    )
+    fields = listing.split("\0")
+    return [
+        (status[:1], path) for status, path in zip(fields[0::2], fields[1::2], strict=False) if path
+    ]
+
+
+async def restore(sandbox: Sandbox, base: str, paths: Sequence[str]) -> None:
+    """Put `paths` back to their content in base (they must exist there)."""
+    if paths:
+        await _git_output(
+            sandbox,
+            f"{_GIT} checkout {base} --pathspec-from-file=- --pathspec-file-nul",
+            stdin=_nul_list(paths),
+        )
+
+
+async def reset(sandbox: Sandbox) -> None:
+    """Back to the base commit: tracked files restored, new files removed (ignored ones, such
+    as caches and setup's build outputs, stay)."""
+    await _git_output(sandbox, f"{_GIT} reset -q --hard HEAD && {_GIT} clean -fdq")
+
+
+async def base_paths(sandbox: Sandbox, base: str) -> frozenset[str]:
+    listing = await _git_output(sandbox, f"{_GIT} ls-tree -r -z --name-only {base}")
+    return frozenset(path for path in listing.split("\0") if path)
+
+
+async def file_sizes(sandbox: Sandbox, paths: Sequence[str]) -> dict[str, int]:
+    """Sizes in bytes of files in /workspace (a symlink's own size); missing ones are left out."""
+    if not paths:
+        return {}
+    script = (
+        'while IFS= read -r -d \'\' p; do if [ -e "$p" ] || [ -L "$p" ]; then '
+        'printf \'%s\\t%s\\0\' "$(stat -c %s -- "$p")" "$p"; fi; done'
+    )
+    listing = await _git_output(sandbox, script, stdin=_nul_list(paths))
+    sizes: dict[str, int] = {}
+    for record in listing.split("\0"):
+        size, _, path = record.partition("\t")
+        if path and size.isdigit():
+            sizes[path] = int(size)
+    return sizes
+
+
+def _nul_list(paths: Sequence[str]) -> bytes:
+    return b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in paths)

@@ -1,0 +1,152 @@
+"""`frognano policy validate|schema|explain`, run as real processes the way admins run them.
+
+Each run costs a second of imports, so the fixture starts them all at once and each test
+checks one of the results.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMAND = [sys.executable, "-m", "frognano", "policy"]
+
+Done = subprocess.CompletedProcess[str]
+
+BAD_FILE = "version: 1\ndefaults:\n  agent: {max_steps: 0}\nrepos:\n  - match: acme\n"
+BAD_LINES = [
+    "policies/60-bad.yaml:3: defaults.agent.max_steps: "
+    "input should be greater than or equal to 1 (got 0)",
+    "policies/60-bad.yaml:5: repos[0].match: must be OWNER/NAME with exactly one `/` "
+    "(found 0); `*` never crosses `/`, so use */* for every repository (got 'acme')",
+]
+
+
+def frognano_policy(*args: str, cwd: Path, env: dict[str, str]) -> Done:
+    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("FROGNANO_")}
+    return subprocess.run(
+        [*COMMAND, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**clean, "COLUMNS": "200", "NO_COLOR": "1", **env},
+        timeout=60,
+        check=False,
+    )
+
+
+def make_policies(parent: Path, *, bad: bool = False) -> Path:
+    directory = parent / "policies"
+    directory.mkdir()
+    shutil.copy(ROOT / "policies" / "default.yaml", directory)
+    (directory / "50-acme.yaml").write_text(
+        "version: 1\n"
+        "repos:\n"
+        "  - match: acme/legacy-*\n"
+        "    enabled: false\n"
+        "  - match: acme/api\n"
+        "    verify:\n"
+        "      command: make test\n"
+    )
+    if bad:
+        (directory / "60-bad.yaml").write_text(BAD_FILE)
+    return parent
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Done]:
+    good = make_policies(tmp_path_factory.mktemp("good"))
+    bad = make_policies(tmp_path_factory.mktemp("bad"), bad=True)
+    empty = tmp_path_factory.mktemp("empty")
+    configured = {"FROGNANO_POLICY_DIR": "policies"}
+    invocations: dict[str, tuple[list[str], Path, dict[str, str]]] = {
+        "validate": (["validate"], good, {"FROGNANO_POLICY_DIR": str(good / "policies")}),
+        "validate_bad": (["validate", "policies"], bad, {}),
+        "validate_missing": (["validate"], empty, {}),  # FROGNANO_POLICY_DIR's default
+        "schema": (["schema"], empty, {}),
+        "explain": (["explain", "ACME/api", "--policy-dir", "policies"], good, {}),
+        "explain_disabled": (["explain", "acme/legacy-crm"], good, configured),
+        "explain_malformed": (["explain", "acme"], good, configured),
+        "explain_invalid": (["explain", "acme/api"], bad, configured),
+    }
+    with ThreadPoolExecutor(len(invocations)) as pool:
+        futures = {
+            name: pool.submit(frognano_policy, *args, cwd=cwd, env=env)
+            for name, (args, cwd, env) in invocations.items()
+        }
+        return {name: future.result() for name, future in futures.items()}
+
+
+def test_validate_the_configured_directory(runs: dict[str, Done]) -> None:
+    done = runs["validate"]
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "2 files valid\n"
+
+
+def test_validate_prints_every_error_line_and_exits_1(runs: dict[str, Done]) -> None:
+    done = runs["validate_bad"]
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == BAD_LINES
+    assert "2 problems in the policy files of policies" in done.stderr
+
+
+def test_validate_a_missing_directory_exits_2(runs: dict[str, Done]) -> None:
+    done = runs["validate_missing"]
+    assert done.returncode == 2
+    assert "the policy directory policies does not exist" in done.stderr
+    assert "FROGNANO_POLICY_DIR" in done.stderr
+    assert done.stdout == ""
+
+
+def test_schema_is_the_committed_file(runs: dict[str, Done]) -> None:
+    done = runs["schema"]
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (ROOT / "policies" / "schema.json").read_text(encoding="utf-8")
+
+
+def test_explain_shows_values_and_sources(runs: dict[str, Done]) -> None:
+    done = runs["explain"]
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "ACME/api: enabled"
+
+    def row(key: str) -> str:
+        found = [line for line in lines if f" {key} " in line]
+        assert len(found) == 1, (key, done.stdout)
+        return found[0]
+
+    assert "make test" in row("verify.command")
+    assert "policies/50-acme.yaml:7 (repos[1] match 'acme/api')" in row("verify.command")
+    assert "150" in row("agent.max_steps")
+    assert "policies/default.yaml:21 (defaults)" in row("agent.max_steps")
+    assert '["frognano", "needs-human-review"]' in row("publish.labels")
+    assert "built-in default" in row("enabled")
+
+
+def test_explain_says_when_a_repo_is_disabled(runs: dict[str, Done]) -> None:
+    done = runs["explain_disabled"]
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(
+        "acme/legacy-crm: DISABLED by policies/50-acme.yaml:4 (repos[0] match 'acme/legacy-*')"
+    )
+    assert "FrogNano ignores its issues" in first
+
+
+def test_explain_rejects_a_malformed_name(runs: dict[str, Done]) -> None:
+    done = runs["explain_malformed"]
+    assert done.returncode == 2
+    assert "OWNER/NAME" in done.stderr
+
+
+def test_explain_with_invalid_files_prints_the_errors(runs: dict[str, Done]) -> None:
+    done = runs["explain_invalid"]
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == BAD_LINES

@@ -1,0 +1,189 @@
+"""Verification end to end: scripted agents that fix, cheat, break, do nothing, or hang."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frognano.pipeline import SolveJob, SolveOutcome, solve
+from frognano.policy.models import EffectivePolicy, VerifyPolicy
+from frognano.settings import Settings
+from tests.agent.scripted_server import ScriptedModelServer, Turn
+
+CALC = "def mean(xs):\n    return sum(xs) / len(xs)\n"
+TESTS = (
+    "import pytest\n\nfrom calc import mean\n\n\n"
+    "def test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
+    "def test_empty():\n    with pytest.raises(ValueError):\n        mean([])\n"
+)
+GUARD = "    if not xs:\n        raise ValueError('mean() of an empty list')\n"
+FAILING = "tests.test_calc::test_empty"
+PASSING = "tests.test_calc::test_mean"
+
+
+def make_repo(root: Path, tests: str = TESTS) -> Path:
+    (root / "tests").mkdir(parents=True)
+    (root / "calc.py").write_text(CALC)
+    (root / "tests" / "test_calc.py").write_text(tests)
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       cwd=root, check=True, capture_output=True)  # fmt: skip
+    return root
+
+
+def read(path: str) -> Turn:
+    return Turn(calls=[("Read", {"file_path": f"/workspace/{path}"})])
+
+
+def edit(path: str, old: str, new: str) -> Turn:
+    return Turn(calls=[("Edit", {"file_path": f"/workspace/{path}", "old_string": old,
+                                 "new_string": new})])  # fmt: skip
+
+
+DONE = Turn(content="Done.")
+FIX = edit("calc.py", "    return sum", GUARD + "    return sum")
+
+
+async def run(
+    tmp_path: Path, script: list[Turn], policy: EffectivePolicy | None = None, **repo: Any
+) -> SolveOutcome:
+    repo_dir = make_repo(tmp_path / "repo", **repo)
+    with ScriptedModelServer(script) as server:
+        settings = Settings(model_base_url=server.base_url)
+        job = SolveJob(
+            repo_dir=repo_dir,
+            title="mean([]) crashes",
+            body="It should raise ValueError.",
+            out_dir=tmp_path / "out",
+            repo="acme/calc",
+            policy=policy or EffectivePolicy(),
+        )
+        return await solve(settings, job)
+
+
+async def test_a_real_fix_is_accepted(tmp_path: Path) -> None:
+    outcome = await run(tmp_path, [read("calc.py"), FIX, DONE])
+    assert outcome.patch_ready, outcome.reason
+    verification = outcome.report["verification"]
+    assert verification["held"]
+    assert verification["comparison"]["fixed"] == [FAILING]
+    assert verification["comparison"]["broken"] == []
+    assert verification["baseline"]["tests"] == {FAILING: "failed", PASSING: "passed"}
+    assert verification["verification"]["tests"] == {FAILING: "passed", PASSING: "passed"}
+    assert outcome.report["gate"] == {"passed": True, "findings": []}
+    assert "Rule `fail_to_pass` held" in (tmp_path / "out" / "report.md").read_text()
+
+
+CHEAT = [
+    read("tests/test_calc.py"),
+    edit("tests/test_calc.py", "    with pytest.raises(ValueError):\n        mean([])\n",
+         "    assert True\n"),
+    read("calc.py"),
+    edit("calc.py", "def mean", "# average\ndef mean"),
+    DONE,
+]  # fmt: skip
+
+
+async def test_an_edited_test_does_not_certify_its_fix(tmp_path: Path) -> None:
+    outcome = await run(tmp_path, CHEAT)
+    assert not outcome.patch_ready
+    verification = outcome.report["verification"]
+    assert verification["restored"] == ["tests/test_calc.py"]
+    assert verification["effective_files"] == ["calc.py"]
+    assert verification["comparison"]["still_failing"] == [FAILING]
+    assert verification["comparison"]["fixed"] == []
+    assert "no test goes from failing to passing" in outcome.reason
+    kinds = {(f["kind"], f["severity"]) for f in outcome.report["gate"]["findings"]}
+    assert ("protected_change", "warn") in kinds
+
+
+async def test_block_mode_fails_the_gate_for_an_edited_test(tmp_path: Path) -> None:
+    policy = EffectivePolicy(verify=VerifyPolicy(on_protected_change="block"))
+    outcome = await run(tmp_path, [*CHEAT[:2], read("calc.py"), FIX, DONE], policy)
+    assert not outcome.patch_ready
+    assert outcome.reason.startswith("the gate blocked the patch: ")
+    assert "tests/test_calc.py" in outcome.reason
+    # The real fix in calc.py still shows in the evidence, with the test restored.
+    assert outcome.report["verification"]["comparison"]["fixed"] == [FAILING]
+
+
+async def test_a_patch_that_breaks_a_passing_test_is_refused(tmp_path: Path) -> None:
+    breaks = edit("calc.py", "    return sum(xs) / len(xs)",
+                  GUARD + "    return sum(xs) / len(xs) + 1")  # fmt: skip
+    outcome = await run(tmp_path, [read("calc.py"), breaks, DONE])
+    assert not outcome.patch_ready
+    comparison = outcome.report["verification"]["comparison"]
+    assert comparison["fixed"] == [FAILING]
+    assert comparison["broken"] == [PASSING]
+    assert f"1 test(s) that passed before fail now: {PASSING}" in outcome.reason
+
+
+async def test_a_patch_with_no_effect_is_refused(tmp_path: Path) -> None:
+    no_effect = edit("calc.py", "def mean(xs):\n", "def mean(xs):\n    # TODO: empty lists\n")
+    outcome = await run(tmp_path, [read("calc.py"), no_effect, DONE])
+    assert not outcome.patch_ready
+    assert outcome.report["verification"]["comparison"]["still_failing"] == [FAILING]
+    assert "no test goes from failing to passing" in outcome.reason
+    # With `no_regressions` the same patch passes: nothing broke.
+    relaxed = EffectivePolicy(verify=VerifyPolicy(require="no_regressions"))
+    again = await run(tmp_path / "relaxed", [read("calc.py"), no_effect, DONE], relaxed)
+    assert again.patch_ready, again.reason
+
+
+NEW_TEST = (
+    "import pytest\n\nfrom calc import mean\n\n\n"
+    "def test_empty_list():\n    with pytest.raises(ValueError):\n        mean([])\n"
+)
+
+
+async def test_a_new_test_of_the_agent_is_evidence(tmp_path: Path) -> None:
+    only_passing = TESTS.split("\n\n\ndef test_empty", maxsplit=1)[0] + "\n"
+    write = Turn(calls=[("Write", {"file_path": "/workspace/tests/test_empty.py",
+                                   "content": NEW_TEST})])  # fmt: skip
+    outcome = await run(tmp_path, [read("calc.py"), FIX, write, DONE], tests=only_passing)
+    assert outcome.patch_ready, outcome.reason
+    verification = outcome.report["verification"]
+    assert verification["comparison"]["fixed"] == ["tests.test_empty::test_empty_list"]
+    assert verification["baseline"]["tests"]["tests.test_empty::test_empty_list"] == "failed"
+    assert verification["restored"] == []
+
+
+async def test_a_hanging_suite_is_bounded_and_reported(tmp_path: Path) -> None:
+    hangs = TESTS + "\n\ndef test_hangs():\n    import time\n    time.sleep(600)\n"
+    policy = EffectivePolicy(verify=VerifyPolicy(timeout_seconds=3))
+    outcome = await run(tmp_path, [read("calc.py"), FIX, DONE], policy, tests=hangs)
+    assert not outcome.patch_ready
+    verification = outcome.report["verification"]
+    assert verification["verification"]["timed_out"]
+    assert verification["verification"]["summary"] == "timed out after 3 s"
+    assert "timed out after 3 s" in outcome.reason
+    assert outcome.report["durations"]["verify"] < 60
+
+
+ALSO_BROKEN = TESTS + "\n\ndef test_unrelated():\n    assert 1 == 2\n"
+
+
+@pytest.mark.parametrize(
+    ("require", "ready"), [("fail_to_pass", True), ("no_regressions", True), ("all_pass", False)]
+)
+async def test_an_unrelated_failure_only_matters_for_all_pass(
+    tmp_path: Path, require: str, ready: bool
+) -> None:
+    policy = EffectivePolicy(verify=VerifyPolicy(require=require))  # type: ignore[arg-type]
+    outcome = await run(tmp_path, [read("calc.py"), FIX, DONE], policy, tests=ALSO_BROKEN)
+    assert outcome.patch_ready is ready, outcome.reason
+    assert outcome.report["verification"]["comparison"]["still_failing"] == [
+        "tests.test_calc::test_unrelated"
+    ]
+
+
+async def test_require_none_accepts_any_nonempty_patch(tmp_path: Path) -> None:
+    no_effect = edit("calc.py", "def mean(xs):\n", "def mean(xs):\n    # TODO\n")
+    policy = EffectivePolicy(verify=VerifyPolicy(require="none"))
+    outcome = await run(tmp_path, [read("calc.py"), no_effect, DONE], policy)
+    assert outcome.patch_ready, outcome.reason
+    assert outcome.report["verification"]["reason"] == "the policy requires no test evidence"
