@@ -49,7 +49,11 @@ FIX = edit("calc.py", "    return sum", GUARD + "    return sum")
 
 
 async def run(
-    tmp_path: Path, script: list[Turn], policy: EffectivePolicy | None = None, **repo: Any
+    tmp_path: Path,
+    script: list[Turn],
+    policy: EffectivePolicy | None = None,
+    requests: list[dict[str, Any]] | None = None,
+    **repo: Any,
 ) -> SolveOutcome:
     repo_dir = make_repo(tmp_path / "repo", **repo)
     with ScriptedModelServer(script) as server:
@@ -62,7 +66,10 @@ async def run(
             repo="acme/calc",
             policy=policy or EffectivePolicy(),
         )
-        return await solve(settings, job)
+        outcome = await solve(settings, job)
+        if requests is not None:
+            requests.extend(server.requests)
+        return outcome
 
 
 async def test_a_real_fix_is_accepted(tmp_path: Path) -> None:
@@ -187,3 +194,43 @@ async def test_require_none_accepts_any_nonempty_patch(tmp_path: Path) -> None:
     outcome = await run(tmp_path, [read("calc.py"), no_effect, DONE], policy)
     assert outcome.patch_ready, outcome.reason
     assert outcome.report["verification"]["reason"] == "the policy requires no test evidence"
+
+
+async def test_the_policy_drives_setup_and_the_agent(tmp_path: Path) -> None:
+    policy = EffectivePolicy.model_validate(
+        {
+            "agent": {"temperature": 0.2, "top_k": 5, "max_tokens_per_turn": 4096,
+                      "enable_thinking": False},
+            "sandbox": {"setup": ["printf 'made by setup\\n' > GENERATED.txt",
+                                  "mkdir -p build && touch build/cache.bin"]},
+        }
+    )  # fmt: skip
+    seen: list[dict[str, Any]] = []
+    script = [
+        Turn(calls=[("Bash", {"command": "cat GENERATED.txt; git log --oneline"})]),
+        read("calc.py"),
+        FIX,
+    ]
+    outcome = await run(tmp_path, [*script, DONE], policy, requests=seen)
+    assert outcome.patch_ready, outcome.reason
+    assert (seen[0]["temperature"], seen[0]["top_k"], seen[0]["max_tokens"]) == (0.2, 5, 4096)
+    assert seen[0]["chat_template_kwargs"] == {"enable_thinking": False}
+    bash_result = seen[1]["messages"][-1]["content"]
+    assert bash_result.startswith("made by setup\n")
+    assert "FrogNano setup" in bash_result
+    # What setup made is part of the base, so it is in no diff.
+    assert outcome.report["patch"]["files"] == ["calc.py"]
+
+
+async def test_a_failing_setup_ends_the_run_with_its_output(tmp_path: Path) -> None:
+    policy = EffectivePolicy.model_validate(
+        {"sandbox": {"setup": ["echo 'no compiler here' >&2; exit 3"]}}
+    )
+    outcome = await run(tmp_path, [DONE], policy)
+    assert not outcome.patch_ready
+    assert outcome.reason == (
+        "the policy's setup command `echo 'no compiler here' >&2; exit 3` exited 3:\n"
+        "no compiler here"
+    )
+    assert outcome.report["steps"] == 0
+    assert "no compiler here" in (tmp_path / "out" / "report.md").read_text()

@@ -19,9 +19,9 @@ from frognano.agent.trajectory import TrajectoryWriter
 from frognano.errors import ConfigError, FrogNanoError, ModelError, SandboxUnavailable
 from frognano.log import get_logger
 from frognano.policy.gate import Finding, blocked, run_gate
-from frognano.policy.models import AgentPolicy, EffectivePolicy
+from frognano.policy.models import AgentPolicy, EffectivePolicy, quantity_bytes
 from frognano.reports import build_report, write_reports
-from frognano.sandbox import SandboxOptions, create_sandbox
+from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.settings import Settings
 from frognano.verification import verify_patch
@@ -123,7 +123,12 @@ async def solve(
     bound = log.bind(run_id=job.run_id, repo=job.repo)
     _, sampling = limits_for(job.policy.agent)
     client: ModelClient | None = None
-    options = SandboxOptions.from_settings(settings, repo_dir=repo_dir, python_env=job.python_env)
+    options = SandboxOptions.from_settings(
+        settings,
+        repo_dir=repo_dir,
+        python_env=job.python_env,
+        limits=SandboxLimits(memory_bytes=quantity_bytes(job.policy.sandbox.memory)),
+    )
     try:
         if model is None:
             client = ModelClient(

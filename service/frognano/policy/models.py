@@ -56,11 +56,13 @@ class SandboxPolicy(_Section):
     """Container image of the Kubernetes sandbox pod (the local sandbox uses the host's tools)."""
     cpu: str = Field(default="2", pattern=r"^([0-9]+(\.[0-9]+)?|[0-9]+m)$")
     memory: str = Field(default="4Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+    """Memory limit (a Kubernetes quantity); the local sandbox applies it per process."""
     ephemeral_storage: str = Field(default="10Gi", pattern=r"^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$")
     runtime_class: str | None = None
     """RuntimeClass of the pod, e.g. `gvisor` or `kata`; None uses the cluster's default."""
     setup: list[str] = Field(default_factory=list, max_length=20)
-    """Commands run in order, offline, right after the upload and before the base commit."""
+    """Commands run in order, offline, right after the upload; what they create (unless git
+    ignores it) is committed with the base, so it never shows in a patch."""
 
 
 class VerifyPolicy(_Section):
@@ -118,3 +120,13 @@ class EffectivePolicy(_Section):
     verify: VerifyPolicy = Field(default_factory=VerifyPolicy)
     gate: GatePolicy = Field(default_factory=GatePolicy)
     publish: PublishPolicy = Field(default_factory=PublishPolicy)
+
+
+_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}  # fmt: skip
+
+
+def quantity_bytes(quantity: str) -> int:
+    """A Kubernetes memory quantity such as `4Gi` or `512M` in bytes."""
+    digits = quantity.rstrip("KMGTi")
+    return int(digits) * _UNITS[quantity[len(digits) :]]
