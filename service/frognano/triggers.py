@@ -1,0 +1,321 @@
+"""What a webhook delivery asks FrogNano to do. Pure: no I/O, never raises on a payload.
+
+`decide` routes a parsed `Delivery` to exactly one `Decision`:
+
+| delivery                                                   | decision          |
+|------------------------------------------------------------|-------------------|
+| `ping`                                                     | Ignored ("pong")  |
+| `issues.labeled` with the repo's policy label, by a human  | RunRequest        |
+| `issues.unlabeled` of the policy label                     | CancelRequest     |
+| `issues.closed`                                            | CancelRequest     |
+| `pull_request_review.submitted` / `.dismissed`, on one of  | ReviewGateCheck   |
+|   the app's PRs                                            |                   |
+| `pull_request.synchronize` / `.reopened`, on an app PR     | ReviewGateCheck   |
+| `installation.*`, `installation_repositories.*`            | DropTokens        |
+| anything else                                              | Ignored (reason)  |
+
+Rules shared by all of them:
+
+- An event that needs an installation (everything but `ping`) and has none came from a
+  repository or organization webhook rather than the App's: Ignored.
+- `issues` events on pull requests (the issue has a `pull_request` key) are Ignored.
+- Bots never start a run: a sender whose `type` is `Bot`, whose login ends in `[bot]`, or who
+  is the app itself (invariant 6). Bots other than the app *may* cancel: a bot closing the
+  issue or removing the label makes the work moot. The app's own `issues` events never
+  cancel, so that its housekeeping can never stop its own run.
+- Review and push events are routed whoever sent them (a bot's review, the app's own push):
+  the review gate re-reads the PR and decides which approvals count.
+- Labels are compared case-insensitively, as GitHub treats label names.
+
+Nothing here authorises anyone: the payload says who acted, not what they may do. The worker
+checks the labeller's permission through the API before a run starts (invariant 6), and the
+review gate re-reads reviews and the head commit from the API, since deliveries can arrive
+late or out of order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from frognano.webhooks import Delivery
+
+
+@dataclass(frozen=True)
+class IssueRef:
+    installation_id: int
+    repo: str
+    """`owner/name`, as in `repository.full_name`."""
+    repo_id: int
+    number: int
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Start a run on an issue (after the worker has checked the labeller's permission)."""
+
+    issue: IssueRef
+    delivery_id: str
+    labeller: str
+    """`sender.login`: who added the label. Not yet authorised."""
+    label: str
+    """The label's name as the repository spells it."""
+    title: str
+    body: str
+    """The issue body; "" when GitHub sends null. Untrusted text (invariant 4)."""
+
+
+@dataclass(frozen=True)
+class CancelRequest:
+    """Stop any queued or running run on an issue; nothing to do when there is none."""
+
+    issue: IssueRef
+    delivery_id: str
+    reason: str
+    """For the status comment, e.g. "the issue was closed by @bob"."""
+
+
+@dataclass(frozen=True)
+class ReviewGateCheck:
+    """Re-evaluate the human-review check of one of the app's pull requests."""
+
+    installation_id: int
+    repo: str
+    repo_id: int
+    pull_number: int
+    head_sha: str
+    """The PR's head as this delivery saw it; the gate re-reads the current one."""
+    delivery_id: str
+
+
+@dataclass(frozen=True)
+class DropTokens:
+    """The installation changed (created, deleted, suspended, permissions, repositories):
+    forget its cached tokens and anything derived from them."""
+
+    installation_id: int
+    delivery_id: str
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """Nothing to do; `reason` goes back to GitHub as the JSON reason of a 200."""
+
+    reason: str
+
+
+Decision = RunRequest | CancelRequest | ReviewGateCheck | DropTokens | Ignored
+
+REVIEW_ACTIONS = frozenset({"submitted", "dismissed"})
+PULL_REQUEST_ACTIONS = frozenset({"synchronize", "reopened"})
+INSTALLATION_EVENTS = frozenset({"installation", "installation_repositories"})
+
+
+def decide(
+    delivery: Delivery,
+    *,
+    label_for: Callable[[str], str | None],
+    app_login: str | None,
+    branch_prefix_for: Callable[[str], str],
+) -> Decision:
+    """Route `delivery`.
+
+    `label_for(repo)` is the policy's trigger label for `owner/name`, or None where the policy
+    disables the app. `app_login` is the app's bot login (`<slug>[bot]`) when known.
+    `branch_prefix_for(repo)` is the prefix of the branches the app pushes its PRs from.
+    Each callback is asked only when the rule needs it; their exceptions propagate. Nothing
+    in the payload makes `decide` raise: a field it needs that is missing or mistyped gives
+    `Ignored` naming the field.
+    """
+    event, action = delivery.event, delivery.action
+    what = event if action is None else f"{event}.{action}"
+    if event == "ping":
+        return Ignored("pong")
+    if event == "issues" and action in ("labeled", "unlabeled", "closed"):
+        handler = _issues
+    elif (event == "pull_request_review" and action in REVIEW_ACTIONS) or (
+        event == "pull_request" and action in PULL_REQUEST_ACTIONS
+    ):
+        handler = _pull_request
+    elif event in INSTALLATION_EVENTS:
+        handler = _installation
+    elif event in ("issues", "pull_request", "pull_request_review"):
+        return Ignored(f"{what} is not used")
+    else:
+        return Ignored(f"event {event} is not used")
+    if delivery.installation_id is None:
+        return Ignored(
+            f"{what} has no installation: it came from a repository or organization webhook,"
+            " not the GitHub App's"
+        )
+    return handler(
+        delivery,
+        delivery.installation_id,
+        label_for=label_for,
+        app_login=app_login,
+        branch_prefix_for=branch_prefix_for,
+    )
+
+
+class _Missing(Exception):
+    """A field the routing needs is absent or has the wrong type."""
+
+
+def _issues(  # noqa: PLR0911 - one return per rule
+    delivery: Delivery,
+    installation_id: int,
+    *,
+    label_for: Callable[[str], str | None],
+    app_login: str | None,
+    branch_prefix_for: Callable[[str], str],
+) -> Decision:
+    payload, action = delivery.payload, delivery.action
+    try:
+        repo, repo_id = _repository(payload)
+        issue = _object(payload, "issue")
+        number = _int(issue, "number", "issue.number")
+        sender, bot = _sender(payload, app_login)
+    except _Missing as exc:
+        return Ignored(f"issues.{action}: {exc}")
+    if "pull_request" in issue:
+        return Ignored(f"#{number} in {repo} is a pull request, not an issue")
+    ref = IssueRef(installation_id=installation_id, repo=repo, repo_id=repo_id, number=number)
+    if action == "closed":
+        if bot == "self":
+            return Ignored(f"issues.closed of {repo}#{number} was sent by this app itself")
+        return CancelRequest(ref, delivery.id, f"the issue was closed by @{sender}")
+
+    wanted = label_for(repo)
+    if wanted is None:
+        return Ignored(f"the policy disables FrogNano for {repo}")
+    try:
+        label = _string(_object(payload, "label"), "name", "label.name")
+    except _Missing as exc:
+        return Ignored(f"issues.{action}: {exc}")
+    if label.casefold() != wanted.casefold():
+        return Ignored(f"the label {label!r} is not the trigger label {wanted!r}")
+    if action == "unlabeled":
+        if bot == "self":
+            return Ignored(f"the label {label} was removed from {repo}#{number} by this app itself")
+        return CancelRequest(ref, delivery.id, f"the label {label} was removed by @{sender}")
+
+    if bot is not None:
+        return Ignored(f"@{sender} is a bot; bots never start a run")
+    if issue.get("state") == "closed":
+        return Ignored(f"{repo}#{number} is closed")
+    try:
+        title = _string(issue, "title", "issue.title")
+    except _Missing as exc:
+        return Ignored(f"issues.labeled: {exc}")
+    body = issue.get("body")
+    return RunRequest(
+        issue=ref,
+        delivery_id=delivery.id,
+        labeller=sender,
+        label=label,
+        title=title,
+        body=body if isinstance(body, str) else "",
+    )
+
+
+def _pull_request(  # noqa: PLR0911 - one return per rule
+    delivery: Delivery,
+    installation_id: int,
+    *,
+    label_for: Callable[[str], str | None],
+    app_login: str | None,
+    branch_prefix_for: Callable[[str], str],
+) -> Decision:
+    del label_for  # a PR the app opened stays gated even if the policy later disables the repo
+    what = f"{delivery.event}.{delivery.action}"
+    payload = delivery.payload
+    try:
+        repo, repo_id = _repository(payload)
+        pull = _object(payload, "pull_request")
+        number = _int(pull, "number", "pull_request.number")
+        head = _object(pull, "head", "pull_request.head")
+        ref = _string(head, "ref", "pull_request.head.ref")
+        sha = _string(head, "sha", "pull_request.head.sha")
+        author = _object(pull, "user", "pull_request.user")
+        author_login = _string(author, "login", "pull_request.user.login")
+    except _Missing as exc:
+        return Ignored(f"{what}: {exc}")
+    pr = f"{repo}#{number}"
+    prefix = branch_prefix_for(repo)
+    if not prefix:
+        return Ignored(f"{pr}: no branch prefix is configured for {repo}")
+    if not ref.startswith(prefix):
+        return Ignored(f"{pr} is not one of the app's pull requests (branch {ref!r})")
+    head_repo = head.get("repo")
+    head_repo_id = head_repo.get("id") if isinstance(head_repo, dict) else None
+    if head_repo_id != repo_id:
+        return Ignored(f"{pr} comes from another repository, not one of the app's pull requests")
+    if app_login is not None:
+        if author_login.casefold() != app_login.casefold():
+            return Ignored(f"{pr} was opened by @{author_login}, not by this app")
+    elif not _is_bot(author):
+        return Ignored(f"{pr} was opened by @{author_login}, who is not a bot")
+    return ReviewGateCheck(
+        installation_id=installation_id,
+        repo=repo,
+        repo_id=repo_id,
+        pull_number=number,
+        head_sha=sha,
+        delivery_id=delivery.id,
+    )
+
+
+def _installation(
+    delivery: Delivery,
+    installation_id: int,
+    *,
+    label_for: Callable[[str], str | None],
+    app_login: str | None,
+    branch_prefix_for: Callable[[str], str],
+) -> Decision:
+    del label_for, app_login, branch_prefix_for
+    return DropTokens(installation_id=installation_id, delivery_id=delivery.id)
+
+
+def _repository(payload: Mapping[str, Any]) -> tuple[str, int]:
+    repository = _object(payload, "repository")
+    full_name = _string(repository, "full_name", "repository.full_name")
+    if full_name.count("/") != 1 or full_name.startswith("/") or full_name.endswith("/"):
+        raise _Missing(f"repository.full_name {full_name!r} is not owner/name")
+    return full_name, _int(repository, "id", "repository.id")
+
+
+def _sender(payload: Mapping[str, Any], app_login: str | None) -> tuple[str, str | None]:
+    """The sender's login and whether it is a bot: None (a person), "bot" or "self"."""
+    sender = _object(payload, "sender")
+    login = _string(sender, "login", "sender.login")
+    if app_login is not None and login.casefold() == app_login.casefold():
+        return login, "self"
+    return login, "bot" if _is_bot(sender) else None
+
+
+def _is_bot(user: Mapping[str, Any]) -> bool:
+    login = user.get("login")
+    return user.get("type") == "Bot" or (isinstance(login, str) and login.endswith("[bot]"))
+
+
+def _object(parent: Mapping[str, Any], key: str, name: str | None = None) -> dict[str, Any]:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        raise _Missing(f"the payload has no {name or key} object")
+    return value
+
+
+def _string(parent: Mapping[str, Any], key: str, name: str) -> str:
+    value = parent.get(key)
+    if not isinstance(value, str) or not value:
+        raise _Missing(f"the payload has no {name} string")
+    return value
+
+
+def _int(parent: Mapping[str, Any], key: str, name: str) -> int:
+    value = parent.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Missing(f"the payload has no {name} integer")
+    return value
