@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import hmac
 import importlib.util
 import inspect
@@ -10,7 +11,7 @@ import json
 import re
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import FrozenInstanceError
 from types import FrameType
@@ -327,7 +328,7 @@ def test_the_builders_send_every_header_the_spec_requires() -> None:
 
 # --- the payload builders against GitHub's schemas -----------------------------------------
 
-BUILDERS = {
+BUILDERS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
     "ping": ("ping", payloads.ping),
     "issues.labeled": ("issues", payloads.issues_labeled),
     "issues.labeled on a PR": (
@@ -345,21 +346,21 @@ BUILDERS = {
     **{
         f"pull_request.{action}": (
             "pull_request",
-            lambda action=action: payloads.pull_request_event(action),
+            functools.partial(payloads.pull_request_event, action),
         )
         for action in ("synchronize", "reopened", "opened")
     },
     **{
         f"installation.{action}": (
             "installation",
-            lambda action=action: payloads.installation_event(action),
+            functools.partial(payloads.installation_event, action),
         )
         for action in ("created", "deleted", "suspend", "unsuspend", "new_permissions_accepted")
     },
     **{
         f"installation_repositories.{action}": (
             "installation_repositories",
-            lambda action=action: payloads.installation_repositories(action),
+            functools.partial(payloads.installation_repositories, action),
         )
         for action in ("added", "removed")
     },
@@ -412,11 +413,12 @@ DRIFTS = {
 
 @pytest.mark.parametrize(("event", "damage", "message"), DRIFTS.values(), ids=DRIFTS.keys())
 def test_the_schemas_catch_a_builder_that_drifts(event: str, damage: Any, message: str) -> None:
-    build = {
+    builders: dict[str, Callable[[], dict[str, Any]]] = {
         "issues": payloads.issues_labeled,
         "pull_request": payloads.pull_request_event,
         "pull_request_review": payloads.pull_request_review,
-    }[event]
+    }
+    build = builders[event]
     payload = build()
     damage(payload)
     with pytest.raises((jsonschema.ValidationError, KeyError), match=message):
