@@ -36,8 +36,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.agent.scripted_server import ScriptedModelServer, Turn
-
 from frognano.agent.loop import AgentLimits, AgentLoop
 from frognano.agent.model import ModelClient
 from frognano.agent.tools import TOOL_DEFINITIONS, TOOLS_JSON, ToolBox
@@ -45,6 +43,7 @@ from frognano.agent.trajectory import TrajectoryWriter
 from frognano.agent.turns import AssistantTurn, Conversation, ToolCall, ToolResult
 from frognano.sandbox import SandboxOptions
 from frognano.sandbox.local import LocalSandbox
+from tests.agent.scripted_server import ScriptedModelServer, Turn
 
 WORKSPACE = "/workspace"
 

@@ -20,8 +20,8 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-
 from github import Auth, Github, GithubException, GithubIntegration, InputGitTreeElement
+
 from tests.github.fake_github import SECONDARY_RATE_LIMIT_MESSAGE, FakeGitHub
 
 REPO = "octo/hello"

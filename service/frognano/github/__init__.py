@@ -1,0 +1,1 @@
+"""GitHub access for the worker: App auth, narrowed tokens, retries, repository operations."""

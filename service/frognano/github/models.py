@@ -1,0 +1,83 @@
+"""Plain values exchanged with the GitHub layer, and the text limits GitHub enforces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from frognano.errors import UnsafePathError
+
+__all__ = [
+    "BODY_LIMIT",
+    "CHECK_TEXT_LIMIT",
+    "FileChange",
+    "PullInfo",
+    "Review",
+    "truncate",
+]
+
+BODY_LIMIT = 65_536
+"""Issue, comment and pull request bodies: GitHub answers 422 above this many characters."""
+CHECK_TEXT_LIMIT = 65_535
+"""A check run's `output.summary` and `output.text`, each."""
+_MARGIN = 500  # GitHub's count and ours may differ on astral characters; keep well clear
+
+FILE_MODES = frozenset({"100644", "100755", "120000"})
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One path of a commit: `content` None deletes it; mode 120000 is a symlink whose content
+    is the link's target."""
+
+    path: str
+    mode: Literal["100644", "100755", "120000"] | str
+    content: bytes | None
+
+    def __post_init__(self) -> None:
+        if self.mode not in FILE_MODES:
+            modes = ", ".join(sorted(FILE_MODES))
+            raise ValueError(f"{self.path!r}: mode {self.mode!r} is not one of {modes}")
+        check_repo_path(self.path)
+
+
+def check_repo_path(path: str) -> None:
+    """Raise UnsafePathError unless `path` is a plain relative path inside a repository."""
+    parts = path.split("/")
+    if (
+        not path
+        or path.startswith("/")
+        or "\0" in path
+        or any(part in ("", ".", "..") for part in parts)
+        or any(part.lower() == ".git" for part in parts)
+    ):
+        raise UnsafePathError(f"{path!r} is not a relative path inside the repository")
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    """A pull request as the worker needs it; `draft` False when drafts were not available."""
+
+    number: int
+    html_url: str
+    head_sha: str
+    draft: bool
+
+
+@dataclass(frozen=True)
+class Review:
+    """One pull request review; `state` upper case as the REST API gives it (APPROVED, ...)."""
+
+    user: str
+    state: str
+    commit_id: str | None
+    user_type: str
+
+
+def truncate(text: str, limit: int, what: str = "text") -> str:
+    """`text` cut to stay well under `limit` characters, with a note saying how much was cut."""
+    if len(text) <= limit - _MARGIN:
+        return text
+    keep = limit - _MARGIN
+    note = f"\n\n… ({what} truncated: {len(text) - keep:,} more characters not shown)"
+    return text[: keep - len(note)] + note
