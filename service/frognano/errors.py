@@ -9,11 +9,14 @@
     │   ├── SandboxUnavailable no isolation mechanism works on this host
     │   ├── SandboxStartError  the sandbox could not be created or a command could not start in it
     │   └── SandboxClosed      an operation on a sandbox that was already closed
-    └── ModelError             the model server failed in a way retrying did not fix
-        ├── ModelUnavailable   unreachable, or 429/5xx until the retry budget ran out
-        ├── ContextOverflow    the request no longer fits the server's context window
-        └── ModelResponseError the server refused the request (401, 404, ...) or answered
-                               with something that is not a chat completion
+    ├── ModelError             the model server failed in a way retrying did not fix
+    │   ├── ModelUnavailable   unreachable, or 429/5xx until the retry budget ran out
+    │   ├── ContextOverflow    the request no longer fits the server's context window
+    │   └── ModelResponseError the server refused the request (401, 404, ...) or answered
+    │                          with something that is not a chat completion
+    └── GitHubError            GitHub refused a request or kept failing; defined with its
+                               subclasses in frognano.github.errors (unavailable, rate limited,
+                               auth, forbidden, not found, request error, branch conflict)
 
 A command that fails, times out or crashes inside a sandbox is not an exception: it comes back
 as an `ExecResult`. File operations raise the built-in `FileNotFoundError`, `IsADirectoryError`
