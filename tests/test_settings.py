@@ -14,6 +14,7 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----"
 # One valid non-default value per variable, and how it reads back.
 VALUES: dict[str, tuple[str, object]] = {
     "WEBHOOK_SECRET": ("hook-secret", "hook-secret"),
+    "WEBHOOK_MAX_BODY_BYTES": ("65536", 65536),
     "REDIS_URL": ("redis://redis.example:6380/2", "redis://redis.example:6380/2"),
     "GITHUB_APP_ID": ("12345", 12345),
     "GITHUB_PRIVATE_KEY": (PEM, PEM),

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -92,6 +92,9 @@ class Settings(BaseSettings):
 
     webhook_secret: SecretStr | None = None
     """Secret shared with GitHub to sign webhook deliveries (`X-Hub-Signature-256`)."""
+
+    webhook_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    """Largest webhook delivery accepted, in bytes; bigger ones get 413 before any parsing."""
 
     redis_url: str = "redis://localhost:6379/0"
     """Redis holding the job queue and delivery ids (`redis://`, `rediss://` or `unix://`)."""

@@ -1,0 +1,483 @@
+"""The Redis side of intake: delivery dedupe, one run per issue at a time, arq jobs.
+
+Every decision is one Lua script, so the checks and the writes are atomic: two deliveries
+racing for one issue cannot both start a run, and a delivery id is never marked as seen
+without its job being written too (a failed call leaves nothing, so GitHub's redelivery
+works).
+
+Redis keys (`P` is `key_prefix`, default `frognano:`):
+
+    P delivery:{guid}                  "queued:{job_id}" | "already_running:{job_id}" |
+                                       "cancelled:{job_id}" | "nothing_to_cancel" |
+                                       "duplicate_job:{job_id}"; EX 3 days (GitHub's
+                                       redelivery window). Only deliveries that were acted
+                                       on are recorded; ignored ones write nothing.
+    P run:{repo_id}:{number}           hash {run_id, job_id, delivery_id, labeller, queued_at,
+                                       cancelled?}: the issue's run while it is queued or
+                                       running; deleted by `finish_run`. EX `run_ttl`.
+    P run:{repo_id}:{number}:waiting   list of JSON {delivery_id, labeller, label, at}: label
+                                       events that arrived while the run was on; the worker
+                                       acknowledges them (`take_waiting`, `finish_run`).
+    P cancel:{run_id}                  the cancel reason; the worker polls `cancel_reason`.
+
+and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
+(PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
+job id to `arq:abort`, which is what `Job.abort()` does for a job that is not deferred (the
+worker needs `allow_abort_jobs=True`). tests/web/test_queue.py runs a real arq Worker on
+what this module writes.
+
+A run key whose arq job no longer exists (neither `arq:job:` nor `arq:in-progress:`) is
+stale: a worker died without `finish_run`, or the job was aborted before it started, or it
+expired unstarted. The next label event then starts a new run instead of being refused
+forever.
+
+Job arguments are JSON (`serialize` / `deserialize` below, not arq's default pickle: whoever
+can write to Redis could otherwise run code in the worker). The worker must pass
+`job_serializer=serialize, job_deserializer=deserialize` to arq. Each job gets keyword
+arguments only, plain dicts mirroring the trigger dataclasses:
+
+    run_issue(ctx, *, run_id: str, request: {issue: {installation_id, repo, repo_id,
+              number}, delivery_id, labeller, label, title, body})
+    review_gate(ctx, *, request: {installation_id, repo, repo_id, pull_number, head_sha,
+                delivery_id})
+    drop_tokens(ctx, *, request: {installation_id, delivery_id})
+
+Job ids: `run:{repo_id}:{number}:{run_id}`, `review:{repo_id}:{pull_number}:{delivery_id}`,
+`drop-tokens:{installation_id}:{delivery_id}`. The keys span hash slots: this needs a single
+Redis (or a primary with replicas), not Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from arq.constants import (
+    abort_jobs_ss,
+    default_queue_name,
+    expires_extra_ms,
+    in_progress_key_prefix,
+    job_key_prefix,
+    result_key_prefix,
+)
+from arq.jobs import serialize_job
+from redis.asyncio import Redis
+
+from frognano.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
+
+__all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "DELIVERY_TTL_SECONDS",
+    "DROP_TOKENS_JOB",
+    "REVIEW_JOB",
+    "RUN_JOB",
+    "RUN_TTL_SECONDS",
+    "IntakeQueue",
+    "Submission",
+    "Waiting",
+    "deserialize",
+    "serialize",
+]
+
+RUN_JOB = "run_issue"
+REVIEW_JOB = "review_gate"
+DROP_TOKENS_JOB = "drop_tokens"
+
+DEFAULT_KEY_PREFIX = "frognano:"
+DELIVERY_TTL_SECONDS = 3 * 24 * 3600
+"""GitHub.com keeps deliveries redeliverable for 3 days (GHES: 7; raise it there)."""
+RUN_TTL_SECONDS = 8 * 24 * 3600
+"""Backstop only: a run key normally goes at `finish_run`, or as stale when its job is gone."""
+
+Status = Literal["queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"]
+Submittable = RunRequest | CancelRequest | ReviewGateCheck | DropTokens
+
+
+def serialize(data: Any) -> bytes:
+    """arq `job_serializer`: compact JSON. Values JSON cannot hold (an exception in a failed
+    job's result) are stored as their repr."""
+    return json.dumps(data, separators=(",", ":"), default=repr).encode()
+
+
+def deserialize(data: bytes) -> Any:
+    """arq `job_deserializer`."""
+    return json.loads(data)
+
+
+def new_run_id() -> str:
+    """Same shape as `frognano solve`'s run ids: `YYYYMMDD-HHMMSS-xxxxxx` (UTC)."""
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What the queue did with one decision."""
+
+    status: Status
+    job_id: str | None = None
+    """The arq job started, or the one already running / cancelled; None otherwise."""
+    run_id: str | None = None
+    """For runs and cancels: the issue's run."""
+    previous: str | None = None
+    """For duplicates: what the first delivery with this id got (e.g. `queued:run:...`)."""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A label event that arrived while the issue's run was on."""
+
+    delivery_id: str
+    labeller: str
+    label: str
+    at: float
+    """Unix time it arrived."""
+
+
+_STALE_CHECK = """
+local function alive(job_id)
+  return redis.call('EXISTS', ARGV[1] .. job_id, ARGV[2] .. job_id) > 0
+end
+"""
+
+# KEYS: delivery, run, waiting, new job key, queue
+# ARGV: job prefix, in-progress prefix, delivery ttl, run ttl, run_id, job_id, job bytes,
+#       score ms, job expiry ms, waiting entry json, delivery_id, labeller
+_RUN_SCRIPT = (
+    _STALE_CHECK
+    + """
+if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[3]) then
+  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
+end
+local current = redis.call('HGET', KEYS[2], 'job_id')
+if current then
+  if alive(current) then
+    redis.call('RPUSH', KEYS[3], ARGV[10])
+    redis.call('EXPIRE', KEYS[3], ARGV[4])
+    redis.call('SET', KEYS[1], 'already_running:' .. current, 'KEEPTTL')
+    return {'already_running', current, redis.call('HGET', KEYS[2], 'run_id') or ''}
+  end
+  redis.call('DEL', KEYS[2], KEYS[3])
+end
+redis.call('HSET', KEYS[2], 'run_id', ARGV[5], 'job_id', ARGV[6], 'delivery_id', ARGV[11],
+           'labeller', ARGV[12], 'queued_at', ARGV[8])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('PSETEX', KEYS[4], ARGV[9], ARGV[7])
+redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
+redis.call('SET', KEYS[1], 'queued:' .. ARGV[6], 'KEEPTTL')
+return {'queued', ARGV[6], ARGV[5]}
+"""
+)
+
+# KEYS: delivery, run, abort set
+# ARGV: job prefix, in-progress prefix, delivery ttl, cancel key prefix, reason, cancel ttl,
+#       now ms
+_CANCEL_SCRIPT = (
+    _STALE_CHECK
+    + """
+if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[3]) then
+  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
+end
+local current = redis.call('HGET', KEYS[2], 'job_id')
+if not current or not alive(current) then
+  redis.call('SET', KEYS[1], 'nothing_to_cancel', 'KEEPTTL')
+  return {'nothing_to_cancel', '', ''}
+end
+local run_id = redis.call('HGET', KEYS[2], 'run_id')
+redis.call('SET', ARGV[4] .. run_id, ARGV[5], 'EX', ARGV[6])
+redis.call('HSET', KEYS[2], 'cancelled', ARGV[7])
+redis.call('ZADD', KEYS[3], ARGV[7], current)
+redis.call('SET', KEYS[1], 'cancelled:' .. current, 'KEEPTTL')
+return {'cancelled', current, run_id}
+"""
+)
+
+# KEYS: delivery, job key, queue
+# ARGV: delivery ttl, job_id, job bytes, score ms, job expiry ms, result key
+_JOB_SCRIPT = """
+if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[1]) then
+  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
+end
+if redis.call('EXISTS', KEYS[2], ARGV[6]) > 0 then
+  redis.call('SET', KEYS[1], 'duplicate_job:' .. ARGV[2], 'KEEPTTL')
+  return {'duplicate', 'duplicate_job:' .. ARGV[2]}
+end
+redis.call('PSETEX', KEYS[2], ARGV[5], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
+redis.call('SET', KEYS[1], 'queued:' .. ARGV[2], 'KEEPTTL')
+return {'queued', ARGV[2]}
+"""
+
+# KEYS: run, waiting, cancel key
+# ARGV: run_id
+_FINISH_SCRIPT = """
+local waiting = {}
+if redis.call('HGET', KEYS[1], 'run_id') == ARGV[1] then
+  waiting = redis.call('LRANGE', KEYS[2], 0, -1)
+  redis.call('DEL', KEYS[1], KEYS[2])
+end
+redis.call('DEL', KEYS[3])
+return waiting
+"""
+
+# KEYS: run, waiting; ARGV: run_id
+_TAKE_WAITING_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'run_id') ~= ARGV[1] then
+  return {}
+end
+local waiting = redis.call('LRANGE', KEYS[2], 0, -1)
+redis.call('DEL', KEYS[2])
+return waiting
+"""
+
+
+def _run_request(request: RunRequest) -> dict[str, Any]:
+    # By hand: dataclasses.asdict deep-copies, a tenth of a delivery's time.
+    issue = request.issue
+    return {
+        "issue": {
+            "installation_id": issue.installation_id,
+            "repo": issue.repo,
+            "repo_id": issue.repo_id,
+            "number": issue.number,
+        },
+        "delivery_id": request.delivery_id,
+        "labeller": request.labeller,
+        "label": request.label,
+        "title": request.title,
+        "body": request.body,
+    }
+
+
+def _review_request(check: ReviewGateCheck) -> dict[str, Any]:
+    return {
+        "installation_id": check.installation_id,
+        "repo": check.repo,
+        "repo_id": check.repo_id,
+        "pull_number": check.pull_number,
+        "head_sha": check.head_sha,
+        "delivery_id": check.delivery_id,
+    }
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _waiting(entries: list[bytes | str]) -> list[Waiting]:
+    found = []
+    for entry in entries:
+        data = json.loads(entry)
+        found.append(Waiting(data["delivery_id"], data["labeller"], data["label"], data["at"]))
+    return found
+
+
+class IntakeQueue:
+    """Submits trigger decisions to Redis; the web app and the worker both use it.
+
+    `redis` is any `redis.asyncio.Redis` (the worker's `ctx["redis"]`, an ArqRedis, works
+    too); bytes or decoded responses both do. `queue_name` is the arq queue the worker reads.
+    """
+
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        key_prefix: str = DEFAULT_KEY_PREFIX,
+        queue_name: str = default_queue_name,
+        delivery_ttl: int = DELIVERY_TTL_SECONDS,
+        run_ttl: int = RUN_TTL_SECONDS,
+    ) -> None:
+        self.redis = redis
+        self.key_prefix = key_prefix
+        self.queue_name = queue_name
+        self.delivery_ttl = delivery_ttl
+        self.run_ttl = run_ttl
+        self._run = redis.register_script(_RUN_SCRIPT)
+        self._cancel = redis.register_script(_CANCEL_SCRIPT)
+        self._job = redis.register_script(_JOB_SCRIPT)
+        self._finish = redis.register_script(_FINISH_SCRIPT)
+        self._take = redis.register_script(_TAKE_WAITING_SCRIPT)
+
+    # Key names -------------------------------------------------------------------------------
+
+    def delivery_key(self, delivery_id: str) -> str:
+        return f"{self.key_prefix}delivery:{delivery_id}"
+
+    def run_key(self, repo_id: int, number: int) -> str:
+        return f"{self.key_prefix}run:{repo_id}:{number}"
+
+    def waiting_key(self, repo_id: int, number: int) -> str:
+        return f"{self.run_key(repo_id, number)}:waiting"
+
+    def cancel_key(self, run_id: str) -> str:
+        return f"{self.key_prefix}cancel:{run_id}"
+
+    # Web side --------------------------------------------------------------------------------
+
+    async def submit(self, decision: Submittable) -> Submission:
+        """Act on one decision; raises redis's errors (RedisError, OSError) when Redis fails,
+        in which case nothing was recorded."""
+        if isinstance(decision, RunRequest):
+            return await self.start_run(decision)
+        if isinstance(decision, CancelRequest):
+            return await self.cancel(decision)
+        if isinstance(decision, ReviewGateCheck):
+            return await self._enqueue(
+                decision.delivery_id,
+                REVIEW_JOB,
+                f"review:{decision.repo_id}:{decision.pull_number}:{decision.delivery_id}",
+                {"request": _review_request(decision)},
+            )
+        if isinstance(decision, DropTokens):
+            return await self._enqueue(
+                decision.delivery_id,
+                DROP_TOKENS_JOB,
+                f"drop-tokens:{decision.installation_id}:{decision.delivery_id}",
+                {
+                    "request": {
+                        "installation_id": decision.installation_id,
+                        "delivery_id": decision.delivery_id,
+                    }
+                },
+            )
+        raise TypeError(f"nothing to submit for {type(decision).__name__}")
+
+    async def start_run(self, request: RunRequest) -> Submission:
+        """Queue a run unless the delivery was seen or the issue has a run queued or on."""
+        issue = request.issue
+        run_id = new_run_id()
+        job_id = f"run:{issue.repo_id}:{issue.number}:{run_id}"
+        now_ms = int(time.time() * 1000)
+        job = serialize_job(
+            RUN_JOB,
+            (),
+            {"run_id": run_id, "request": _run_request(request)},
+            None,
+            now_ms,
+            serializer=serialize,
+        )
+        waiting = json.dumps(
+            {
+                "delivery_id": request.delivery_id,
+                "labeller": request.labeller,
+                "label": request.label,
+                "at": time.time(),
+            }
+        )
+        result = await self._run(
+            keys=[
+                self.delivery_key(request.delivery_id),
+                self.run_key(issue.repo_id, issue.number),
+                self.waiting_key(issue.repo_id, issue.number),
+                job_key_prefix + job_id,
+                self.queue_name,
+            ],
+            args=[
+                job_key_prefix,
+                in_progress_key_prefix,
+                self.delivery_ttl,
+                self.run_ttl,
+                run_id,
+                job_id,
+                job,
+                now_ms,
+                expires_extra_ms,
+                waiting,
+                request.delivery_id,
+                request.labeller,
+            ],
+        )
+        return self._submission(result)
+
+    async def cancel(self, request: CancelRequest) -> Submission:
+        """Flag the issue's run as cancelled and ask arq to abort its job."""
+        issue = request.issue
+        result = await self._cancel(
+            keys=[
+                self.delivery_key(request.delivery_id),
+                self.run_key(issue.repo_id, issue.number),
+                abort_jobs_ss,
+            ],
+            args=[
+                job_key_prefix,
+                in_progress_key_prefix,
+                self.delivery_ttl,
+                self.cancel_key(""),
+                request.reason,
+                self.run_ttl,
+                int(time.time() * 1000),
+            ],
+        )
+        return self._submission(result)
+
+    async def _enqueue(
+        self, delivery_id: str, function: str, job_id: str, kwargs: dict[str, Any]
+    ) -> Submission:
+        now_ms = int(time.time() * 1000)
+        job = serialize_job(function, (), kwargs, None, now_ms, serializer=serialize)
+        result = await self._job(
+            keys=[self.delivery_key(delivery_id), job_key_prefix + job_id, self.queue_name],
+            args=[
+                self.delivery_ttl,
+                job_id,
+                job,
+                now_ms,
+                expires_extra_ms,
+                result_key_prefix + job_id,
+            ],
+        )
+        return self._submission(result)
+
+    @staticmethod
+    def _submission(result: list[bytes | str]) -> Submission:
+        status = _text(result[0])
+        if status == "duplicate":
+            return Submission("duplicate", previous=_text(result[1]))
+        job_id = _text(result[1]) or None if len(result) > 1 else None
+        run_id = _text(result[2]) or None if len(result) > 2 else None
+        return Submission(status, job_id=job_id, run_id=run_id)  # type: ignore[arg-type]
+
+    async def ping(self) -> None:
+        await self.redis.ping()
+
+    # Worker side -----------------------------------------------------------------------------
+
+    async def cancel_reason(self, run_id: str) -> str | None:
+        """Why the run was cancelled (the worker polls this between stages), or None."""
+        value = await self.redis.get(self.cancel_key(run_id))
+        return None if value is None else _text(value)
+
+    async def take_waiting(self, repo_id: int, number: int, run_id: str) -> list[Waiting]:
+        """The label events refused as `already_running` since the last call, so the worker
+        can acknowledge them on the status comment; each is returned once."""
+        entries = await self._take(
+            keys=[self.run_key(repo_id, number), self.waiting_key(repo_id, number)],
+            args=[run_id],
+        )
+        return _waiting(entries)
+
+    async def finish_run(self, repo_id: int, number: int, run_id: str) -> list[Waiting]:
+        """Call when a run ends, however it ends (in a `finally`): frees the issue for the next
+        label event, clears the cancel flag, and returns the waiting events not yet taken.
+        Does nothing to the issue if another run holds it now."""
+        entries = await self._finish(
+            keys=[
+                self.run_key(repo_id, number),
+                self.waiting_key(repo_id, number),
+                self.cancel_key(run_id),
+            ],
+            args=[run_id],
+        )
+        return _waiting(entries)
+
+    async def current_run(self, repo_id: int, number: int) -> dict[str, str] | None:
+        """The issue's run record (run_id, job_id, delivery_id, labeller, queued_at and, once
+        cancelled, cancelled), or None."""
+        raw = await self.redis.hgetall(self.run_key(repo_id, number))  # type: ignore[misc]
+        if not raw:
+            return None
+        return {_text(key): _text(value) for key, value in raw.items()}

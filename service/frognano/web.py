@@ -1,0 +1,430 @@
+"""The webhook receiver: a FastAPI app that checks, routes and queues GitHub deliveries.
+
+`POST /webhooks/github`, in this order (each step answers before the next one runs):
+
+    413  the body is larger than `max_body_bytes` (by Content-Length, before reading a byte;
+         otherwise while it streams in)
+    401  the signature (HMAC-SHA256 of the raw body, `X-Hub-Signature-256`) is missing or
+         wrong; nothing was parsed or queued
+    400  not a webhook delivery we can read (headers, JSON)
+    200  {"status": "ignored", "reason": ...}: nothing to do (ping, other events, other labels)
+    202  {"status": "queued" | "duplicate" | "already_running" | "cancelled" |
+         "nothing_to_cancel", "delivery": ..., "job_id"?, "run_id"?}
+    503  Redis did not answer: nothing was recorded, so redelivering the delivery from the
+         App's settings (or the reconciler) works
+    500  the policy in force cannot be resolved for the repository (logged); redeliver once
+         the policy is fixed
+
+`GET /healthz` (200 while the process serves), `GET /readyz` (200 when Redis answers PING and
+the policy files loaded; otherwise 503 with the reasons), `GET /metrics` (Prometheus).
+
+Nothing is done at import; the Redis client is made in the lifespan, which also runs the
+policy store's hot reload. The body and the secret are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from starlette.requests import ClientDisconnect
+
+from frognano.errors import ConfigError
+from frognano.log import get_logger
+from frognano.policy.merge import PolicySet
+from frognano.policy.models import EffectivePolicy
+from frognano.policy.store import PolicyStore
+from frognano.queue import DEFAULT_KEY_PREFIX, IntakeQueue, Submission
+from frognano.settings import Settings
+from frognano.triggers import (
+    CancelRequest,
+    Decision,
+    DropTokens,
+    Ignored,
+    ReviewGateCheck,
+    RunRequest,
+    decide,
+)
+from frognano.webhooks import (
+    DELIVERY_HEADER,
+    EVENT_HEADER,
+    Delivery,
+    MalformedDelivery,
+    SignatureError,
+    parse_delivery,
+    verify_request_signature,
+)
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "WEBHOOK_PATH", "create_app"]
+
+log = get_logger(__name__)
+
+WEBHOOK_PATH = "/webhooks/github"
+DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
+"""Issue, review and installation events are kilobytes; GitHub's own cap is 25 MB."""
+POLICY_CACHE_SIZE = 4096
+"""Repositories whose effective policy is kept between deliveries (resolving one takes
+about 0.1 ms, a sixth of a delivery's budget at 600/s)."""
+DEFAULT_REDIS_TIMEOUT = 2.0
+"""Seconds for a Redis connect or command: far inside GitHub's 10 s delivery deadline."""
+
+DECISION_NAMES: dict[type, str] = {
+    RunRequest: "run",
+    CancelRequest: "cancel",
+    ReviewGateCheck: "review_gate",
+    DropTokens: "drop_tokens",
+    Ignored: "ignored",
+}
+_SAFE_LABEL = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_UNSAFE_LOG_CHARS = re.compile(r"[^A-Za-z0-9._:-]")
+
+
+def _log_value(value: str | None) -> str | None:
+    """An unauthenticated header value, made safe and short for a log line."""
+    return None if value is None else _UNSAFE_LOG_CHARS.sub("?", value[:80])
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.deliveries = Counter(
+            "frognano_webhook_deliveries",
+            "Webhook requests answered, by event (`unverified` before the signature was "
+            "checked), decision (`rejected` before one was made) and HTTP status code.",
+            ["event", "decision", "code"],
+            registry=registry,
+        )
+        self.signature_failures = Counter(
+            "frognano_webhook_signature_failures",
+            "Webhook requests refused with 401: the signature was missing or did not match.",
+            registry=registry,
+        )
+        self.submissions = Counter(
+            "frognano_webhook_submissions",
+            "Decisions handed to the queue, by what the queue did with them.",
+            ["result"],
+            registry=registry,
+        )
+        self.queue_errors = Counter(
+            "frognano_webhook_queue_errors",
+            "Deliveries answered 503 because Redis failed or did not answer in time.",
+            registry=registry,
+        )
+        self.enqueue_seconds = Histogram(
+            "frognano_webhook_enqueue_seconds",
+            "Time to submit one decision to Redis (dedupe, single-flight and enqueue).",
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=registry,
+        )
+        for result in ("queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"):
+            self.submissions.labels(result=result)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The raw body, or _BodyTooLarge as soon as it is known to exceed `limit` bytes;
+    ValueError for an unreadable Content-Length."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        size = int(declared)  # ValueError: the server would not have got here, but be strict
+        if size < 0:
+            raise ValueError("negative Content-Length")
+        if size > limit:
+            raise _BodyTooLarge
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > limit:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _Intake:
+    """The webhook endpoint's logic; one per app."""
+
+    def __init__(
+        self,
+        *,
+        secret: bytes,
+        policies: PolicyStore,
+        app_login: str | None,
+        metrics: _Metrics,
+        max_body_bytes: int,
+    ) -> None:
+        self.secret = secret
+        self.policies = policies
+        self.app_login = app_login
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+        self.queue: IntakeQueue | None = None
+        """Set for the lifespan of the app."""
+        self._resolved: tuple[PolicySet | None, dict[str, EffectivePolicy]] = (None, {})
+        """Effective policies of the repositories seen, for the PolicySet in force."""
+
+    def reply(self, code: int, body: dict[str, Any], *, event: str, decision: str) -> JSONResponse:
+        self.metrics.deliveries.labels(event=event, decision=decision, code=str(code)).inc()
+        return JSONResponse(body, status_code=code)
+
+    def rejected(self, code: int, reason: str, *, event: str = "unverified") -> JSONResponse:
+        return self.reply(
+            code, {"status": "rejected", "reason": reason}, event=event, decision="rejected"
+        )
+
+    def policy_lookups(self) -> tuple[Callable[[str], str | None], Callable[[str], str]]:
+        current = self.policies.current  # one snapshot per delivery, even if a reload lands
+        if self._resolved[0] is not current:
+            # A PolicySet never changes; a reload replaces it, and so empties the cache.
+            self._resolved = (current, {})
+        resolved = self._resolved[1]
+
+        def policy(repo: str) -> EffectivePolicy:
+            found = resolved.get(repo)
+            if found is None:
+                if len(resolved) >= POLICY_CACHE_SIZE:
+                    resolved.clear()
+                found = resolved[repo] = current.for_repo(repo)
+            return found
+
+        def label_for(repo: str) -> str | None:
+            effective = policy(repo)
+            return effective.trigger.label if effective.enabled else None
+
+        def branch_prefix_for(repo: str) -> str:
+            return policy(repo).publish.branch_prefix
+
+        return label_for, branch_prefix_for
+
+    async def handle(self, request: Request) -> Response:
+        headers = request.headers
+        claimed_id = _log_value(headers.get(DELIVERY_HEADER))
+        claimed_event = _log_value(headers.get(EVENT_HEADER))
+        try:
+            body = await _read_body(request, self.max_body_bytes)
+        except _BodyTooLarge:
+            log.warning(
+                "webhook.too_large",
+                delivery=claimed_id,
+                github_event=claimed_event,
+                limit=self.max_body_bytes,
+                content_length=_log_value(headers.get("content-length")),
+            )
+            return self.rejected(413, f"body larger than {self.max_body_bytes} bytes")
+        except ValueError:
+            return self.rejected(400, "invalid Content-Length")
+        except ClientDisconnect:
+            log.info("webhook.client_gone", delivery=claimed_id, github_event=claimed_event)
+            return self.rejected(400, "the client went away before the body was read")
+
+        try:
+            verify_request_signature(self.secret, headers, body)
+        except SignatureError as exc:
+            self.metrics.signature_failures.inc()
+            log.warning(
+                "webhook.bad_signature",
+                delivery=claimed_id,
+                github_event=claimed_event,
+                reason=str(exc),
+            )
+            return self.rejected(401, str(exc))
+
+        try:
+            delivery = parse_delivery(headers, body)
+        except MalformedDelivery as exc:
+            log.warning(
+                "webhook.malformed",
+                delivery=claimed_id,
+                github_event=claimed_event,
+                reason=str(exc),
+            )
+            safe = claimed_event if claimed_event and _SAFE_LABEL.fullmatch(claimed_event) else None
+            return self.rejected(400, str(exc), event=safe or "invalid")
+        return await self.route(delivery)
+
+    async def route(self, delivery: Delivery) -> Response:
+        context = {
+            "delivery": delivery.id,
+            "github_event": delivery.event,
+            "action": delivery.action,
+        }
+        label_for, branch_prefix_for = self.policy_lookups()
+        try:
+            decision: Decision = decide(
+                delivery,
+                label_for=label_for,
+                app_login=self.app_login,
+                branch_prefix_for=branch_prefix_for,
+            )
+        except (ConfigError, ValueError) as exc:
+            # A rule combination that breaks a cross-key check for this repository, or a
+            # name the policy refuses. Not acted on and not recorded: redeliver after a fix.
+            log.error("webhook.policy_error", **context, error=str(exc))  # noqa: TRY400
+            return self.reply(
+                500,
+                {"status": "error", "reason": "the policy in force cannot be applied here"},
+                event=delivery.event,
+                decision="rejected",
+            )
+        name = DECISION_NAMES[type(decision)]
+        if isinstance(decision, Ignored):
+            log.info("webhook.delivery", **context, decision=name, reason=decision.reason, code=200)
+            return self.reply(
+                200,
+                {"status": "ignored", "reason": decision.reason, "delivery": delivery.id},
+                event=delivery.event,
+                decision=name,
+            )
+
+        unavailable = {"status": "unavailable", "reason": "the queue (Redis) is unavailable"}
+        if self.queue is None:  # only outside the lifespan
+            return self.reply(503, unavailable, event=delivery.event, decision=name)
+        started = time.perf_counter()
+        try:
+            submission = await self.queue.submit(decision)
+        except (RedisError, OSError) as exc:
+            self.metrics.queue_errors.inc()
+            log.error(  # noqa: TRY400 - the exception's name says it; a traceback would not
+                "webhook.queue_unavailable", **context, decision=name, error=type(exc).__name__
+            )
+            return self.reply(503, unavailable, event=delivery.event, decision=name)
+        self.metrics.enqueue_seconds.observe(time.perf_counter() - started)
+        self.metrics.submissions.labels(result=submission.status).inc()
+        log.info(
+            "webhook.delivery",
+            **context,
+            decision=name,
+            status=submission.status,
+            job_id=submission.job_id,
+            code=202,
+        )
+        return self.reply(
+            202, _submission_body(delivery.id, submission), event=delivery.event, decision=name
+        )
+
+
+def create_app(
+    settings: Settings,
+    *,
+    redis_url: str | None = None,
+    policies: PolicyStore,
+    app_login: str | None = None,
+    registry: CollectorRegistry | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    key_prefix: str = DEFAULT_KEY_PREFIX,
+    queue_name: str | None = None,
+    redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
+    watch_policies: bool = True,
+) -> FastAPI:
+    """The receiver's app. `redis_url` defaults to `settings.redis_url`; `registry` to
+    prometheus-client's global one (pass the one the PolicyStore registered in, so /metrics
+    shows its metrics too); `queue_name` to arq's default queue; `watch_policies` runs the
+    store's hot reload for the app's lifetime. Raises ConfigError when
+    `settings.webhook_secret` is unset or empty: such an app could only refuse everything.
+    """
+    secret = settings.webhook_secret
+    if secret is None or not secret.get_secret_value():
+        raise ConfigError(
+            "FROGNANO_WEBHOOK_SECRET is not set: set it (or FROGNANO_WEBHOOK_SECRET_FILE) to "
+            "the GitHub App's webhook secret"
+        )
+    if max_body_bytes <= 0:
+        raise ConfigError(f"the webhook body limit must be positive, got {max_body_bytes}")
+    url = redis_url if redis_url is not None else settings.redis_url
+    where = registry if registry is not None else REGISTRY
+    intake = _Intake(
+        secret=secret.get_secret_value().encode(),
+        policies=policies,
+        app_login=app_login,
+        metrics=_Metrics(where),
+        max_body_bytes=max_body_bytes,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        redis: Redis = Redis.from_url(
+            url, socket_connect_timeout=redis_timeout, socket_timeout=redis_timeout
+        )
+        kwargs: dict[str, Any] = {"key_prefix": key_prefix}
+        if queue_name is not None:
+            kwargs["queue_name"] = queue_name
+        intake.queue = IntakeQueue(redis, **kwargs)
+        watcher = asyncio.create_task(policies.watch()) if watch_policies else None
+        log.info("web.started", max_body_bytes=max_body_bytes, queue=intake.queue.queue_name)
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with suppress(asyncio.CancelledError):
+                    await watcher
+            intake.queue = None
+            await redis.aclose()
+            log.info("web.stopped")
+
+    app = FastAPI(
+        title="FrogNano webhook receiver",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+
+    @app.post(WEBHOOK_PATH)
+    async def github_webhook(request: Request) -> Response:
+        return await intake.handle(request)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        reasons: list[str] = []
+        queue = intake.queue
+        if queue is None:
+            reasons.append("redis: the client is not started")
+        else:
+            try:
+                await asyncio.wait_for(queue.ping(), timeout=redis_timeout)
+            except (RedisError, OSError, TimeoutError) as exc:
+                reasons.append(f"redis: no answer to PING ({type(exc).__name__})")
+        reasons.extend(f"policy: {issue}" for issue in policies.errors)
+        if reasons:
+            return JSONResponse({"status": "unready", "reasons": reasons}, status_code=503)
+        return JSONResponse({"status": "ready", "reasons": []})
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(generate_latest(where), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def _submission_body(delivery_id: str, submission: Submission) -> dict[str, Any]:
+    body: dict[str, Any] = {"status": submission.status, "delivery": delivery_id}
+    if submission.job_id is not None:
+        body["job_id"] = submission.job_id
+    if submission.run_id is not None:
+        body["run_id"] = submission.run_id
+    if submission.previous is not None:
+        body["previous"] = submission.previous
+    return body
