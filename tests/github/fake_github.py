@@ -2320,6 +2320,16 @@ class FakeGitHub:
         self._pull_or_404(repo, req.params["pull_number"])
         return _Response(200, self._pull_json(repo, int(req.params["pull_number"])))
 
+    def _op_pulls__list_commits(self, req: _Request) -> _Response:
+        repo = self._access(req, "pull_requests", "read")
+        pull = self._pull_or_404(repo, req.params["pull_number"])
+        head = self._pull_head_sha(repo, pull)
+        base = repo.branch_sha(pull["base"]) or ""
+        # Oldest first, as GitHub lists them.
+        return self._paginate(
+            req, [self._commit_json(repo, s) for s in self._ahead(repo, base, head)]
+        )
+
     def _op_pulls__update(self, req: _Request) -> _Response:
         repo = self._access(req, "pull_requests", "write")
         pull = self._pull_or_404(repo, req.params["pull_number"])

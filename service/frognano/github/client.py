@@ -25,6 +25,7 @@ import re
 import tempfile
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,7 +49,7 @@ from frognano.github.models import (
 from frognano.github.retry import Transport, call
 from frognano.log import get_logger
 
-__all__ = ["RepoClient"]
+__all__ = ["CheckRunInfo", "PullCommit", "PullState", "RepoClient"]
 
 log = get_logger(__name__)
 
@@ -61,6 +62,45 @@ _CONCLUSIONS = frozenset(
     {"action_required", "cancelled", "failure", "neutral", "success", "skipped", "timed_out"}
 )
 _DOWNLOAD_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class PullState:
+    """A pull request as the review gate re-reads it (`pull`)."""
+
+    number: int
+    head_sha: str
+    head_ref: str
+    author: str
+    """`user.login` of whoever opened it."""
+    author_type: str
+    """`user.type`: User, Bot, Organization."""
+    state: str
+    """open or closed."""
+    draft: bool
+
+
+@dataclass(frozen=True)
+class CheckRunInfo:
+    """One check run as listed for a commit (`check_runs`)."""
+
+    id: int
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+    external_id: str | None
+    app_id: int | None
+    """The id of the GitHub App that wrote it: only that App can write or edit it."""
+
+
+@dataclass(frozen=True)
+class PullCommit:
+    """One commit of a pull request (`pull_commits`)."""
+
+    sha: str
+    author: str | None
+    """The GitHub login GitHub linked the commit's author to; None when it linked none."""
 
 
 class _CurrentToken(Auth.Auth):
@@ -641,6 +681,93 @@ class RepoClient:
                 )
             )
         return reviews
+
+    # -- review gate ------------------------------------------------------------------------
+
+    async def pull(self, number: int) -> PullState:
+        """Pull request `number` as it is now: head commit, branch, author, state."""
+        data = await self._data("GET", f"/pulls/{number}", f"read pull request #{number}")
+        user = data.get("user") or {}
+        return PullState(
+            number=int(data["number"]),
+            head_sha=str(data["head"]["sha"]),
+            head_ref=str(data["head"]["ref"]),
+            author=str(user.get("login") or "ghost"),
+            author_type=str(user.get("type") or "User"),
+            state=str(data.get("state") or "open"),
+            draft=bool(data.get("draft", False)),
+        )
+
+    async def pull_commits(self, number: int) -> list[PullCommit]:
+        """The commits of pull request `number`, oldest first (GitHub lists at most 250).
+        Needs only `pull_requests: read`, unlike the commits and compare endpoints."""
+        items = await self._paginate(f"/pulls/{number}/commits", f"list commits of #{number}")
+        return [
+            PullCommit(
+                sha=str(item["sha"]),
+                author=(item.get("author") or {}).get("login"),
+            )
+            for item in items
+        ]
+
+    async def check_runs(self, head_sha: str, name: str) -> list[CheckRunInfo]:
+        """Every check run named `name` on commit `head_sha` (all of them, not only the latest),
+        newest first; restricted to this client's App when `app_id` is known. Callers that
+        trust a run's content must still compare `app_id` themselves."""
+        params: dict[str, Any] = {"check_name": name, "filter": "all"}
+        if self.app_id is not None:
+            params["app_id"] = self.app_id
+        runs = await self._paginate(
+            f"/commits/{_quote(head_sha)}/check-runs",
+            f"list check runs {name!r} of {head_sha}",
+            params=params,
+            key="check_runs",
+        )
+        found = []
+        for run in runs:
+            if run.get("name") != name:
+                continue
+            app = run.get("app") or {}
+            app_id = app.get("id")
+            found.append(
+                CheckRunInfo(
+                    id=int(run["id"]),
+                    name=str(run["name"]),
+                    head_sha=str(run.get("head_sha") or head_sha),
+                    status=str(run.get("status") or ""),
+                    conclusion=run.get("conclusion"),
+                    external_id=run.get("external_id"),
+                    app_id=app_id if isinstance(app_id, int) else None,
+                )
+            )
+        found.sort(key=lambda info: info.id, reverse=True)
+        return found
+
+    async def set_check_run_external_id(self, check_run_id: int, external_id: str) -> None:
+        """Set the `external_id` of one of the app's check runs (e.g. the review marker on
+        `FrogNano / verification`; see `frognano.review.review_marker`)."""
+        await self._request(
+            "PATCH",
+            f"/check-runs/{check_run_id}",
+            f"set the external id of check run {check_run_id}",
+            body={"external_id": external_id},
+        )
+
+    async def permission_levels(self, login: str) -> tuple[str, str]:
+        """`login`'s (`role_name`, legacy `permission`) on the repository: `role_name` may be a
+        custom role, whose base role shows in `permission` (maintain reads as write there,
+        triage as read); ("none", "none") when GitHub does not know the user."""
+        try:
+            data = await self._data(
+                "GET",
+                f"/collaborators/{_quote(login)}/permission",
+                f"read {login}'s permission on {self.full_name}",
+            )
+        except GitHubNotFound:
+            log.info("no permission: user unknown to the repository", login=login)
+            return "none", "none"
+        legacy = str(data.get("permission") or "none")
+        return str(data.get("role_name") or legacy), legacy
 
 
 def _require_empty(dest: Path) -> None:

@@ -62,6 +62,7 @@ OPERATIONS: list[tuple[str, str]] = [
     ("patch", "/repos/{owner}/{repo}/pulls/{pull_number}"),
     ("post", "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/commits"),
     # issues
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}"),
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
