@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from frognano.pipeline import SolveJob, SolveOutcome, solve
 from frognano.policy.models import EffectivePolicy, VerifyPolicy
 from frognano.settings import Settings
+from frognano.workspace import ChangedFile
 from tests.agent.scripted_server import ScriptedModelServer, Turn
 
 CALC = "def mean(xs):\n    return sum(xs) / len(xs)\n"
@@ -75,6 +77,9 @@ async def run(
 async def test_a_real_fix_is_accepted(tmp_path: Path) -> None:
     outcome = await run(tmp_path, [read("calc.py"), FIX, DONE])
     assert outcome.patch_ready, outcome.reason
+    assert outcome.changes == (
+        ChangedFile("calc.py", "100644", (CALC[:14] + GUARD + CALC[14:]).encode()),
+    )
     verification = outcome.report["verification"]
     assert verification["held"]
     assert verification["comparison"]["fixed"] == [FAILING]
@@ -234,3 +239,38 @@ async def test_a_failing_setup_ends_the_run_with_its_output(tmp_path: Path) -> N
     )
     assert outcome.report["steps"] == 0
     assert "no compiler here" in (tmp_path / "out" / "report.md").read_text()
+
+
+async def test_a_tree_that_is_not_a_checkout(tmp_path: Path) -> None:
+    """A GitHub tarball extracted by the worker has no .git: the caller says what to skip."""
+    tree = tmp_path / "tree"
+    make_repo(tree)
+    shutil.rmtree(tree / ".git")
+    (tree / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (tree / "run.sh").chmod(0o755)
+    (tree / "link").symlink_to("calc.py")
+    script = [
+        read("calc.py"),
+        FIX,
+        Turn(
+            calls=[("Bash", {"command": "chmod -x run.sh && ln -sfn tests link && rm pytest.ini"})]
+        ),
+        DONE,
+    ]
+    with ScriptedModelServer(script) as server:
+        job = SolveJob(
+            repo_dir=tree,
+            title="t",
+            body="b",
+            out_dir=tmp_path / "out",
+            repo="acme/calc",
+            exclude=(),
+            policy=EffectivePolicy.model_validate({"gate": {"allow_symlinks": True}}),
+        )
+        outcome = await solve(Settings(model_base_url=server.base_url), job)
+    assert outcome.patch_ready, outcome.reason
+    by_path = {change.path: change for change in outcome.changes}
+    assert by_path["link"] == ChangedFile("link", "120000", b"tests")
+    assert by_path["run.sh"].mode == "100644"
+    assert by_path["pytest.ini"] == ChangedFile("pytest.ini", "", None)
+    assert by_path["calc.py"].content is not None

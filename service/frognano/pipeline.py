@@ -26,7 +26,7 @@ from frognano.sandbox.base import Sandbox
 from frognano.settings import Settings
 from frognano.verification import verify_patch
 from frognano.verify import Verification
-from frognano.workspace import Patch, collect_patch, prepare, upload_excludes
+from frognano.workspace import ChangedFile, Patch, collect_patch, prepare, upload_excludes
 
 log = get_logger(__name__)
 
@@ -50,6 +50,9 @@ class SolveJob:
     backend: str = "local"
     python_env: Path | None = None
     run_id: str = field(default_factory=new_run_id)
+    exclude: tuple[str, ...] | None = None
+    """Relative paths left out of the upload; None: ask git (`.git` and what it ignores).
+    A tree that is not a checkout, such as an extracted GitHub tarball, passes ()."""
 
 
 @dataclass
@@ -60,6 +63,8 @@ class SolveOutcome:
     reason: str
     report: dict[str, Any]
     out_dir: Path
+    changes: tuple[ChangedFile, ...] = ()
+    """The verified files to publish (only when `patch_ready`)."""
 
 
 @dataclass
@@ -116,7 +121,7 @@ async def solve(
             f"the policy ({job.policy_source}) disables FrogNano for {job.repo} (enabled: false)"
         )
     repo_dir = job.repo_dir.resolve()
-    excludes = upload_excludes(repo_dir)
+    excludes = list(job.exclude) if job.exclude is not None else upload_excludes(repo_dir)
     _prepare_out_dir(job.out_dir)
     run = RunState(job)
     stage = on_stage or (lambda _name: None)
@@ -245,7 +250,8 @@ def _finish(run: RunState) -> SolveOutcome:
     patch_ready, reason = verdict(run)
     report = build_report(run, patch_ready, reason, time.monotonic() - run.started)
     write_reports(run.job.out_dir, report, run.patch.diff if run.patch else b"")
-    return SolveOutcome(patch_ready, reason, report, run.job.out_dir)
+    changes = run.verification.changes if patch_ready and run.verification else ()
+    return SolveOutcome(patch_ready, reason, report, run.job.out_dir, changes)
 
 
 def verdict(run: RunState) -> tuple[bool, str]:  # noqa: PLR0911 - one return per outcome

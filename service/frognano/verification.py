@@ -16,6 +16,7 @@ from frognano.workspace import (
     changed_files,
     file_sizes,
     prepare,
+    read_changes,
     reset,
     restore,
 )
@@ -68,7 +69,9 @@ async def verify_patch(
         await apply_patch(sandbox, diff)
 
     await restore(sandbox, base, protected)
-    effective = tuple(path for _, path in await changed_files(sandbox, base))
+    # Read before the tests run: they may write into the tree.
+    verified = tuple(await read_changes(sandbox, base))
+    effective = tuple(change.path for change in verified)
     verification = await run_tests(sandbox, rules.command, rules.timeout_seconds, policy=rules)
     comparison, verdict = decide(rules.require, baseline, verification, effective)
     return (
@@ -79,6 +82,7 @@ async def verify_patch(
             comparison=comparison,
             restored=tuple(protected),
             effective_files=effective,
+            changes=verified,
             verdict=verdict,
         ),
         facts,

@@ -14,6 +14,7 @@ from defusedxml.common import DefusedXmlException
 
 from frognano.policy.models import VerifyPolicy
 from frognano.sandbox.base import WORKSPACE, Sandbox
+from frognano.workspace import ChangedFile
 
 DEFAULT_TEST_COMMAND = "python -m pytest -q"
 DEFAULT_TEST_TIMEOUT = 1800.0
@@ -225,6 +226,8 @@ class Verification:
     """Protected files the agent changed, restored to their base content for verification."""
     effective_files: tuple[str, ...] = ()
     """Files the patch still changes once protected files are restored."""
+    changes: tuple[ChangedFile, ...] = ()
+    """Those files with their modes and bytes: exactly what was verified, for publication."""
     verdict: Verdict = field(default_factory=lambda: Verdict(False, "not verified"))
 
 

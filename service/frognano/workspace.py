@@ -59,6 +59,17 @@ class Patch:
         return not self.diff
 
 
+@dataclass(frozen=True)
+class ChangedFile:
+    """One file of a verified patch, as a commit needs it."""
+
+    path: str
+    mode: str
+    """Git mode of the new file: 100644, 100755 or 120000 (symlink); "" for a deletion."""
+    content: bytes | None
+    """The new bytes (a symlink's target); None for a deletion."""
+
+
 def upload_excludes(repo_dir: Path) -> list[str]:
     """Relative paths of `repo_dir` to leave out of the upload: `.git` and what git ignores.
 
@@ -235,6 +246,30 @@ async def changed_files(sandbox: Sandbox, base: str) -> list[tuple[str, str]]:
     return [
         (status[:1], path) for status, path in zip(fields[0::2], fields[1::2], strict=False) if path
     ]
+
+
+async def read_changes(sandbox: Sandbox, base: str) -> list[ChangedFile]:
+    """The working tree's changes against base with their new modes and bytes, read inside
+    the sandbox (a symlink's target with `readlink`, never followed)."""
+    listing = await _git_output(
+        sandbox, f"{_GIT} add --all && {_GIT} diff --cached --raw --no-renames -z {base}"
+    )
+    fields = listing.split("\0")
+    changes: list[ChangedFile] = []
+    for header, path in zip(fields[0::2], fields[1::2], strict=False):
+        if not path:
+            continue
+        # ":100644 100755 <old sha> <new sha> M"
+        _, new_mode, _, _, status = header.lstrip(":").split()
+        if status.startswith("D"):
+            changes.append(ChangedFile(path, "", None))
+        elif new_mode == "120000":
+            target = await _git_output(sandbox, f"readlink -n -- {shlex.quote(path)}")
+            changes.append(ChangedFile(path, new_mode, target.encode("utf-8", "surrogateescape")))
+        else:
+            data = await sandbox.read_file(f"{WORKSPACE}/{path}")
+            changes.append(ChangedFile(path, new_mode, data))
+    return changes
 
 
 async def restore(sandbox: Sandbox, base: str, paths: Sequence[str]) -> None:
