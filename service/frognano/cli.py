@@ -19,6 +19,7 @@ from frognano import __version__
 from frognano.agent.trajectory import read_events, render
 from frognano.cli_policy import policy_app
 from frognano.cli_serve import serve_command
+from frognano.cli_worker import worker_command
 from frognano.errors import ConfigError, FrogNanoError, SandboxUnavailable, UnsafePathError
 from frognano.log import configure_logging
 from frognano.policy.loader import load_policies
@@ -48,6 +49,7 @@ sandbox_app = typer.Typer(
 )
 app.add_typer(sandbox_app, name="sandbox")
 app.command("serve")(serve_command)
+app.command("worker")(worker_command)
 app.add_typer(policy_app, name="policy")
 trajectory_app = typer.Typer(help="Read the trajectories that runs record.", no_args_is_help=True)
 app.add_typer(trajectory_app, name="trajectory")

@@ -1,0 +1,291 @@
+"""Publish a verified, gated patch: signed commit, branch, draft pull request, checks."""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from frognano.github.client import RepoClient
+from frognano.github.models import FileChange, PullInfo
+from frognano.log import get_logger
+from frognano.policy.models import PublishPolicy
+from frognano.review import (
+    HUMAN_REVIEW_CHECK,
+    VERIFICATION_CHECK,
+    evaluate,
+    review_marker,
+)
+from frognano.texts import (
+    co_author_trailer,
+    commit_message,
+    pull_request_body,
+    pull_request_title,
+    status_comment,
+    status_marker,
+    verification_check,
+)
+
+__all__ = ["Published", "branch_name", "publish", "status_comment", "status_marker"]
+
+log = get_logger(__name__)
+
+# The order of the steps, and why each is idempotent (a re-run after a crash at any point
+# converges on one branch, one pull request and one check run of each name):
+#
+# 1. commit: blobs and trees are content-addressed. The commit itself is not (its date
+#    differs), so when the branch already points at the app's commit with the same parent,
+#    tree and message, that commit is kept and the new one is left unreferenced (inert):
+#    the head, its check runs and any approval of it survive a re-run.
+# 2. branch `<prefix>issue-<N>`: `upsert_branch` creates it, leaves it, or moves it only over
+#    the app's own commits (a human's push on it raises BranchConflict).
+# 3. `FrogNano / verification` on the head, then its `external_id` (the review marker, which
+#    only this App can write), then `FrogNano / human review` as `action_required`. Both come
+#    before the pull request exists, so nobody can see or review the pull request while the
+#    gate lacks the record of who must not approve. A completed human-review check already
+#    on the head is left alone: the review gate owns it from then on (a re-run must not
+#    turn an approval back into `action_required`).
+# 4. pull request: `find_or_create_pull(draft=True)` finds the open one for the branch (and
+#    updates its body) or opens it; a repository without drafts gets a normal one, whose
+#    body then says so.
+# 5. labels (GitHub keeps a set), then reviewers: policy reviewers minus the labeller and
+#    the app, minus those already requested or who already reviewed (re-requesting would
+#    notify them again).
+#
+# The commit sends no author or committer, so GitHub signs it as the app ("Verified"); the
+# labeller is credited with a `Co-authored-by:` trailer.
+
+
+@dataclass(frozen=True)
+class Published:
+    """What `publish` made (or found, on a re-run)."""
+
+    pull: PullInfo
+    commit_sha: str
+    branch: str
+    verification_check_id: int
+    review_check_id: int
+    branch_action: Literal["created", "moved", "unchanged"] = "created"
+    refused_reviewers: tuple[str, ...] = ()
+    """Reviewers GitHub refused (not collaborators, for instance); the rest were requested."""
+
+
+def branch_name(policy: PublishPolicy, issue_number: int) -> str:
+    """`<branch_prefix>issue-<N>`, e.g. `frognano/issue-7`."""
+    return f"{policy.branch_prefix}issue-{int(issue_number)}"
+
+
+def _publishable(report: Mapping[str, Any]) -> None:
+    """Invariant 5: nothing is published unless the gate passed and verification held."""
+    gate = report.get("gate") or {}
+    verification = report.get("verification") or {}
+    outcome = report.get("outcome") or {}
+    if not (outcome.get("patch_ready") and gate.get("passed") and verification.get("held")):
+        raise ValueError(
+            "refusing to publish: the report's patch is not ready (the gate must pass and "
+            "verification must hold)"
+        )
+
+
+# -- reads RepoClient does not offer publicly ------------------------------------------------
+# These go through RepoClient's own request plumbing (retries, token refresh); they belong in
+# client.py as public methods (`branch_sha`, `git_commit`, `open_pull`).
+
+
+async def _branch_head(client: RepoClient, branch: str) -> str | None:
+    return await client._branch_sha(branch)
+
+
+async def _git_commit(client: RepoClient, sha: str) -> dict[str, Any]:
+    data = await client._data(
+        "GET", f"/git/commits/{urllib.parse.quote(sha, safe='')}", f"read commit {sha}"
+    )
+    return dict(data)
+
+
+async def _open_pull(client: RepoClient, branch: str, base: str) -> dict[str, Any] | None:
+    return await client._find_pull(branch, base)
+
+
+def _same_content(existing: Mapping[str, Any], new: Mapping[str, Any], app_login: str) -> bool:
+    parents = [parent["sha"] for parent in existing.get("parents") or ()]
+    return (
+        parents == [parent["sha"] for parent in new.get("parents") or ()]
+        and existing["tree"]["sha"] == new["tree"]["sha"]
+        and existing.get("message") == new.get("message")
+        and (existing.get("author") or {}).get("name") == app_login
+    )
+
+
+async def _commit(
+    client: RepoClient,
+    *,
+    branch: str,
+    base_sha: str,
+    changes: Sequence[FileChange],
+    message: str,
+    co_author: str,
+    app_login: str,
+) -> str:
+    current = await _branch_head(client, branch)
+    sha = await client.create_commit(base_sha, changes, message, co_author=co_author)
+    if current is None or current == sha:
+        return sha
+    existing, new = await _git_commit(client, current), await _git_commit(client, sha)
+    if _same_content(existing, new, app_login):
+        log.info("branch already holds this patch; keeping its commit", branch=branch, sha=current)
+        return current
+    return sha
+
+
+async def _human_review_check(
+    client: RepoClient, head_sha: str, *, labeller: str, app_login: str
+) -> int:
+    existing = [
+        run
+        for run in await client.check_runs(head_sha, HUMAN_REVIEW_CHECK)
+        if client.app_id is None or run.app_id == client.app_id
+    ]
+    if existing and existing[0].status == "completed":
+        return existing[0].id
+    verdict = evaluate(
+        [], head_sha=head_sha, labeller=labeller, app_login=app_login, permissions={}
+    )
+    return await client.upsert_check_run(
+        head_sha,
+        HUMAN_REVIEW_CHECK,
+        status="completed",
+        conclusion=verdict.conclusion,
+        title=verdict.title,
+        summary=verdict.summary,
+    )
+
+
+async def _reviewers(
+    client: RepoClient,
+    pull_number: int,
+    previous: Mapping[str, Any] | None,
+    *,
+    policy: PublishPolicy,
+    labeller: str,
+    app_login: str,
+) -> tuple[str, ...]:
+    skip = {labeller.casefold(), app_login.casefold()}
+    teams_skip: set[str] = set()
+    if previous is not None:
+        skip |= {
+            str(user.get("login", "")).casefold()
+            for user in previous.get("requested_reviewers") or ()
+        }
+        teams_skip = {
+            str(team.get("slug", "")).casefold() for team in previous.get("requested_teams") or ()
+        }
+        skip |= {review.user.casefold() for review in await client.reviews(pull_number)}
+    reviewers = [name for name in policy.reviewers if name.casefold() not in skip]
+    teams = [name for name in policy.team_reviewers if name.casefold() not in teams_skip]
+    refused = await client.request_reviewers(pull_number, reviewers, teams)
+    return tuple(refused)
+
+
+async def publish(
+    client: RepoClient,
+    *,
+    report: Mapping[str, Any],
+    changes: Sequence[FileChange],
+    base_sha: str,
+    base_branch: str,
+    issue_number: int,
+    issue_title: str,
+    labeller: str,
+    labeller_id: int | None,
+    run_id: str,
+    policy: PublishPolicy,
+    trajectory_location: str,
+    app_login: str,
+) -> Published:
+    """Publish the run's verified `changes` on `base_sha` as a draft pull request into
+    `base_branch` (see the comment above for the steps). Idempotent: calling it again with
+    the same arguments, after a crash or not, changes nothing more. Raises ValueError when
+    the report is not publishable, BranchConflict when a human pushed to the branch, and
+    GitHubError when GitHub fails beyond the retries. `labeller_id` (the webhook's
+    `sender.id`) makes the co-author trailer survive a rename; None uses the login only."""
+    _publishable(report)
+    marker = review_marker(run_id, labeller, issue_number)  # validates the labeller's login
+    branch = branch_name(policy, issue_number)
+    bound = log.bind(repo=client.full_name, issue=issue_number, run_id=run_id, branch=branch)
+
+    message = commit_message(
+        issue_number,
+        issue_title,
+        str(report.get("summary") or ""),
+        co_author_login=labeller,
+        co_author_id=labeller_id,
+    )
+    co_author = co_author_trailer(labeller, labeller_id).removeprefix("Co-authored-by: ")
+    head = await _commit(
+        client,
+        branch=branch,
+        base_sha=base_sha,
+        changes=changes,
+        message=message,
+        co_author=co_author,
+        app_login=app_login,
+    )
+    action = await client.upsert_branch(branch, head, app_login=app_login)
+
+    conclusion, title, summary, text = verification_check(report)
+    verification_id = await client.upsert_check_run(
+        head,
+        VERIFICATION_CHECK,
+        status="completed",
+        conclusion=conclusion,
+        title=title,
+        summary=summary,
+        text=text,
+    )
+    await client.set_check_run_external_id(verification_id, marker)
+    review_id = await _human_review_check(client, head, labeller=labeller, app_login=app_login)
+
+    previous = await _open_pull(client, branch, base_branch)
+    draft = True if previous is None else bool(previous.get("draft", False))
+
+    def body(draft: bool) -> str:
+        return pull_request_body(
+            report,
+            issue_number=issue_number,
+            link=policy.link,
+            run_id=run_id,
+            trajectory_location=trajectory_location,
+            draft=draft,
+        )
+
+    pull_title = pull_request_title(issue_number, issue_title)
+    pull = await client.find_or_create_pull(
+        branch, base_branch, pull_title, body(draft), draft=True
+    )
+    if pull.draft != draft:  # drafts are not available here: say so in the body
+        pull = await client.find_or_create_pull(
+            branch, base_branch, pull_title, body(pull.draft), draft=True
+        )
+    await client.add_labels(pull.number, policy.labels)
+    refused = await _reviewers(
+        client, pull.number, previous, policy=policy, labeller=labeller, app_login=app_login
+    )
+    bound.info(
+        "published",
+        pull=pull.number,
+        draft=pull.draft,
+        head=head,
+        branch_action=action,
+        refused_reviewers=list(refused),
+    )
+    return Published(
+        pull=pull,
+        commit_sha=head,
+        branch=branch,
+        verification_check_id=verification_id,
+        review_check_id=review_id,
+        branch_action=action,
+        refused_reviewers=refused,
+    )

@@ -1,0 +1,294 @@
+"""The arq worker: one job per run (authorise, fetch, pipeline, publish), the review gate, and
+forgetting tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arq.connections import RedisSettings
+from arq.worker import Function, Worker, func
+
+from frognano.agent.loop import Progress
+from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
+from frognano.github.client import RepoClient
+from frognano.github.models import FileChange
+from frognano.log import bound_contextvars, get_logger
+from frognano.pipeline import SolveJob, SolveOutcome, solve
+from frognano.policy.store import PolicyStore
+from frognano.publish import publish, status_comment
+from frognano.queue import (
+    DEFAULT_KEY_PREFIX,
+    DROP_TOKENS_JOB,
+    REVIEW_JOB,
+    RUN_JOB,
+    IntakeQueue,
+    deserialize,
+    serialize,
+)
+from frognano.review import review_gate
+from frognano.settings import Settings
+
+log = get_logger(__name__)
+
+PERMISSION_RANK = {"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
+CANCEL_POLL_SECONDS = 2.0
+PROGRESS_EVERY_SECONDS = 30.0
+"""The status comment shows the step count at most this often (GitHub counts each edit)."""
+JOB_TIMEOUT_SECONDS = 6 * 3600
+
+
+@dataclass
+class WorkerDeps:
+    """What every job needs, built once when the worker starts."""
+
+    settings: Settings
+    app: GitHubApp
+    policies: PolicyStore
+    queue: IntakeQueue
+
+
+class RunCancelled(Exception):
+    """The issue's run was cancelled (label removed, issue closed)."""
+
+
+def status_marker(number: int) -> str:
+    return f"<!-- frognano:status issue={number} -->"
+
+
+async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]) -> str:
+    """One run for one issue; every stage is idempotent so arq's re-runs neither duplicate
+    nor lose work. Returns what happened."""
+    deps: WorkerDeps = ctx["deps"]
+    issue = request["issue"]
+    repo, number, repo_id = issue["repo"], int(issue["number"]), int(issue["repo_id"])
+    with bound_contextvars(run_id=run_id, repo=repo, issue=number):
+        try:
+            return await _run(deps, ctx, run_id, request)
+        finally:
+            waiting = await deps.queue.finish_run(repo_id, number, run_id)
+            if waiting:
+                log.info("run.waiting_triggers_dropped", count=len(waiting))
+
+
+async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict[str, Any]) -> str:
+    issue = request["issue"]
+    repo, number = issue["repo"], int(issue["number"])
+    installation, repo_id = int(issue["installation_id"]), int(issue["repo_id"])
+    labeller = request["labeller"]
+    policy = deps.policies.current.for_repo(repo)
+    if not policy.enabled:
+        log.info("run.disabled")
+        return "disabled"
+    ack = await deps.app.repo_client(installation, repo, repo_id, ACKNOWLEDGE)
+    role = await ack.permission(labeller)
+    if PERMISSION_RANK.get(role, 0) < PERMISSION_RANK[policy.trigger.min_permission]:
+        # No comment: an outsider must not be able to make the bot talk.
+        log.warning("run.unauthorised", labeller=labeller, role=role)
+        return "unauthorised"
+    marker = status_marker(number)
+    status = _Status(ack, number, marker)
+    await ack.react(number, "eyes")
+    await status.set(status_comment("queued", marker=marker, run_id=run_id))
+    try:
+        fetch = await deps.app.repo_client(installation, repo, repo_id, FETCH)
+        base_branch, base_sha = await fetch.default_branch()
+        out_dir = deps.settings.trajectory_dir / run_id / f"attempt-{ctx.get('job_try', 1)}"
+        with tempfile.TemporaryDirectory(prefix="frognano-base-") as scratch:
+            tree = await fetch.download_tree(base_sha, Path(scratch) / "tree")
+            job = SolveJob(
+                repo_dir=tree,
+                exclude=(),
+                title=request["title"],
+                body=request["body"],
+                out_dir=out_dir,
+                repo=repo,
+                policy=policy,
+                policy_source=f"{deps.settings.policy_dir}",
+                backend=deps.settings.sandbox,
+                run_id=run_id,
+            )
+            max_steps = policy.agent.max_steps
+            await status.set(
+                status_comment("working", marker=marker, run_id=run_id, step=0, max_steps=max_steps)
+            )
+            outcome = await _cancellable(
+                deps.queue,
+                run_id,
+                lambda progress: solve(
+                    deps.settings, job, on_progress=progress, on_stage=status.stage
+                ),
+                status.progress(marker, run_id, max_steps),
+            )
+        if not outcome.patch_ready:
+            await status.set(
+                status_comment(
+                    "no_pull_request",
+                    marker=marker,
+                    run_id=run_id,
+                    reason=outcome.reason,
+                    report=outcome.report,
+                )
+            )
+            return "no_pull_request"
+        publisher = await deps.app.repo_client(installation, repo, repo_id, PUBLISH)
+        published = await publish(
+            publisher,
+            report=outcome.report,
+            changes=[FileChange(c.path, c.mode or "100644", c.content) for c in outcome.changes],
+            base_sha=base_sha,
+            base_branch=base_branch,
+            issue_number=number,
+            issue_title=request["title"],
+            labeller=labeller,
+            labeller_id=None,
+            run_id=run_id,
+            policy=policy.publish,
+            trajectory_location=str(out_dir / "trajectory.jsonl"),
+            app_login=await deps.app.app_login(),
+        )
+        await status.set(
+            status_comment(
+                "published",
+                marker=marker,
+                run_id=run_id,
+                url=published.pull.html_url,
+                draft=published.pull.draft,
+            )
+        )
+    except RunCancelled as exc:
+        await status.set(status_comment("cancelled", marker=marker, run_id=run_id, reason=str(exc)))
+        return "cancelled"
+    except asyncio.CancelledError:
+        # arq aborted the job (a cancel that arrived while it was queued or running).
+        with contextlib.suppress(Exception):
+            await asyncio.shield(_say_cancelled(deps.queue, status, marker, run_id))
+        raise
+    except Exception:
+        log.exception("run.failed")
+        with contextlib.suppress(Exception):
+            await status.set(status_comment("error", marker=marker, run_id=run_id))
+        raise
+    return "published"
+
+
+async def _say_cancelled(queue: IntakeQueue, status: _Status, marker: str, run_id: str) -> None:
+    reason = await queue.cancel_reason(run_id) or "the run was cancelled"
+    await status.set(status_comment("cancelled", marker=marker, run_id=run_id, reason=reason))
+
+
+async def _cancellable(
+    queue: IntakeQueue,
+    run_id: str,
+    start: Callable[[Callable[[Progress], None]], Awaitable[SolveOutcome]],
+    progress: Callable[[Progress], None],
+) -> SolveOutcome:
+    """Run the pipeline, cancelling it (sandbox closed, reports written) when the issue's
+    run is cancelled in Redis."""
+    task = asyncio.ensure_future(start(progress))
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=CANCEL_POLL_SECONDS)
+            if done:
+                return task.result()
+            reason = await queue.cancel_reason(run_id)
+            if reason is not None:
+                raise RunCancelled(reason)
+    finally:
+        # Cancelled here (the reason above, or arq aborting the job): the pipeline must stop
+        # too, so its sandbox is closed and its reports written before we go on.
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+class _Status:
+    """The one status comment of an issue, edited in place; progress edits are throttled."""
+
+    def __init__(self, client: RepoClient, number: int, marker: str) -> None:
+        self.client, self.number, self.marker = client, number, marker
+        self._last = 0.0
+        self._pending: asyncio.Task[None] | None = None
+
+    async def set(self, body: str) -> None:
+        await self.client.upsert_status_comment(self.number, self.marker, body)
+        self._last = time.monotonic()
+
+    def stage(self, name: str) -> None:
+        log.info("run.stage", stage=name)
+
+    def progress(self, marker: str, run_id: str, max_steps: int) -> Callable[[Progress], None]:
+        def update(progress: Progress) -> None:
+            busy = self._pending is not None and not self._pending.done()
+            if busy or time.monotonic() - self._last < PROGRESS_EVERY_SECONDS:
+                return
+            self._last = time.monotonic()
+            body = status_comment(
+                "working",
+                marker=marker,
+                run_id=run_id,
+                step=progress.step,
+                max_steps=max_steps,
+                tool=progress.phase,
+            )
+            self._pending = asyncio.ensure_future(self.set(body))
+
+        return update
+
+
+async def drop_tokens(ctx: dict[str, Any], *, request: dict[str, Any]) -> int:
+    """Forget cached tokens of an installation (its permissions or repositories changed)."""
+    deps: WorkerDeps = ctx["deps"]
+    return deps.app.drop(int(request["installation_id"]))
+
+
+def functions() -> list[Function]:
+    return [
+        func(run_issue, name=RUN_JOB, timeout=JOB_TIMEOUT_SECONDS, max_tries=3),
+        func(review_gate, name=REVIEW_JOB, timeout=300, max_tries=5),
+        func(drop_tokens, name=DROP_TOKENS_JOB, timeout=60, max_tries=3),
+    ]
+
+
+def make_worker(
+    deps: WorkerDeps,
+    *,
+    queue_name: str | None = None,
+    burst: bool = False,
+    max_jobs: int = 2,
+    poll_delay: float = 0.5,
+) -> Worker:
+    """An arq Worker with FrogNano's jobs, JSON job arguments and aborts allowed."""
+    options: dict[str, Any] = {}
+    if queue_name is not None:
+        options["queue_name"] = queue_name
+    return Worker(
+        functions(),
+        redis_settings=RedisSettings.from_dsn(deps.settings.redis_url),
+        job_serializer=serialize,
+        job_deserializer=deserialize,
+        allow_abort_jobs=True,
+        ctx={"deps": deps, "github_app": deps.app},
+        burst=burst,
+        max_jobs=max_jobs,
+        poll_delay=poll_delay,
+        handle_signals=not burst,
+        **options,
+    )
+
+
+__all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "WorkerDeps",
+    "drop_tokens",
+    "make_worker",
+    "run_issue",
+    "status_marker",
+]

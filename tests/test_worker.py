@@ -1,0 +1,213 @@
+"""The worker end to end: a queued run against the fake GitHub, real Redis, a scripted model
+and the local sandbox, then the human-review gate."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
+from redis.asyncio import Redis
+
+from frognano.github.auth import GitHubApp
+from frognano.github.retry import RetryPolicy, Transport
+from frognano.policy.store import PolicyStore
+from frognano.queue import IntakeQueue
+from frognano.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
+from frognano.settings import Settings
+from frognano.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
+from frognano.worker import WorkerDeps, make_worker, status_marker
+from tests.agent.scripted_server import ScriptedModelServer, Turn
+from tests.conftest import processes_with
+from tests.github.fake_github import FakeGitHub
+from tests.web.conftest import REDIS_URL
+
+REPO = "acme/calc"
+CALC = b"def mean(xs):\n    return sum(xs) / len(xs)\n"
+TESTS = (
+    b"import pytest\n\nfrom calc import mean\n\n\n"
+    b"def test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
+    b"def test_empty():\n    with pytest.raises(ValueError):\n        mean([])\n"
+)
+FILES = {"calc.py": CALC, "tests/test_calc.py": TESTS,
+         "pytest.ini": b"[pytest]\naddopts = -p no:cacheprovider\n"}  # fmt: skip
+GUARD = "    if not xs:\n        raise ValueError('mean() of an empty list')\n"
+FIX = [
+    Turn(calls=[("Read", {"file_path": "/workspace/calc.py"})]),
+    Turn(calls=[("Edit", {"file_path": "/workspace/calc.py", "old_string": "    return sum",
+                          "new_string": GUARD + "    return sum"})]),
+    Turn(content="mean([]) now raises ValueError."),
+]  # fmt: skip
+
+
+@dataclass
+class World:
+    fake: FakeGitHub
+    deps: WorkerDeps
+    redis: Redis
+    queue_name: str
+    repo_id: int
+    job_ids: list[str]
+
+    async def submit(self, decision: RunRequest | ReviewGateCheck | CancelRequest) -> str:
+        submission = await self.deps.queue.submit(decision)
+        if submission.job_id:
+            self.job_ids.append(submission.job_id)
+        return submission.status
+
+    def request(self, labeller: str = "alice") -> RunRequest:
+        issue = IssueRef(installation_id=100, repo=REPO, repo_id=self.repo_id, number=7)
+        return RunRequest(issue, f"d-{uuid.uuid4()}", labeller, "frognano", "mean([]) crashes",
+                          "It should raise ValueError.")  # fmt: skip
+
+    async def work(self) -> None:
+        worker = make_worker(self.deps, queue_name=self.queue_name, burst=True, poll_delay=0.05)
+        try:
+            await worker.main()
+        finally:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
+                await worker.close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        server.add_repo(REPO, files=FILES, installation_id=100)
+        for login, permission in (("alice", "write"), ("bob", "write"), ("eve", "read")):
+            server.add_collaborator(REPO, login, permission)
+        server.add_issue(REPO, 7, "mean([]) crashes", "It should raise ValueError.")
+        yield server
+        assert server.validation_errors == []
+        server.assert_clean()
+
+
+@pytest.fixture
+async def world(fake: FakeGitHub, tmp_path: Path) -> AsyncIterator[World]:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "default.yaml").write_text("version: 1\n")
+    redis = Redis.from_url(REDIS_URL)
+    prefix = f"fntest-{uuid.uuid4().hex[:8]}:"
+    settings = Settings(
+        webhook_secret=SecretStr("s"),
+        redis_url=REDIS_URL,
+        github_app_id=fake.app_id,
+        github_private_key=SecretStr(fake.app_private_key.decode()),
+        github_api_url=fake.base_url,
+        policy_dir=policies,
+        trajectory_dir=tmp_path / "trajectories",
+    )
+    transport = Transport(
+        base_url=fake.base_url, seconds_between_requests=0, seconds_between_writes=0, timeout=10,
+        retry=RetryPolicy(attempts=3, initial_delay=0.01, budget_seconds=10),
+    )  # fmt: skip
+    app = GitHubApp(fake.app_id, fake.app_private_key.decode(), transport=transport)
+    queue_name = f"{prefix}queue"
+    queue = IntakeQueue(redis, key_prefix=prefix, queue_name=queue_name)
+    store = PolicyStore(policies, registry=CollectorRegistry())
+    deps = WorkerDeps(settings=settings, app=app, policies=store, queue=queue)
+    world = World(fake, deps, redis, queue_name, int(fake.repo(REPO).id), [])
+    try:
+        yield world
+    finally:
+        app.close()
+        keys = [key async for key in redis.scan_iter(match=f"{prefix}*")]
+        for job_id in world.job_ids:
+            keys += [f"arq:{kind}:{job_id}" for kind in ("job", "result", "in-progress", "retry")]
+        if keys:
+            await redis.delete(*keys)
+        await redis.aclose()
+
+
+def checks(fake: FakeGitHub, sha: str) -> dict[str, dict[str, Any]]:
+    runs = fake.repo(REPO).check_runs.values()
+    return {run["name"]: run for run in runs if run["head_sha"] == sha}
+
+
+async def test_a_labelled_issue_becomes_a_draft_pr_a_human_must_approve(world: World) -> None:
+    fake = world.fake
+    with ScriptedModelServer(FIX) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request()) == "queued"
+        await world.work()
+    repo = fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    pull = next(iter(repo.pulls.values()))
+    assert pull["draft"] is True
+    assert pull["head"] == "frognano/issue-7"
+    number = int(pull["number"])
+    assert "Refs #7" in repo.issues[number]["body"]
+    head = repo.branch_sha("frognano/issue-7")
+    assert head is not None
+    assert fake.file_at(REPO, head, "calc.py") == (CALC[:14].decode() + GUARD).encode() + CALC[14:]
+    found = checks(fake, head)
+    assert found[VERIFICATION_CHECK]["conclusion"] == "success"
+    assert found[HUMAN_REVIEW_CHECK]["conclusion"] == "action_required"
+    comments = repo.comments(7)
+    assert len(comments) == 1
+    assert comments[0]["body"].startswith(status_marker(7))
+    assert f"/pull/{number}" in comments[0]["body"]
+
+    # The labeller's own approval does not count; another writer's does.
+    for reviewer, expected in (("alice", "action_required"), ("bob", "success")):
+        fake.submit_review(REPO, number, user=reviewer, state="APPROVED", commit_id=head)
+        check = ReviewGateCheck(100, REPO, world.repo_id, number, head, f"r-{uuid.uuid4()}")
+        assert await world.submit(check) == "queued"
+        await world.work()
+        assert checks(fake, head)[HUMAN_REVIEW_CHECK]["conclusion"] == expected
+
+
+async def test_an_unauthorised_labeller_gets_no_run_and_no_comment(world: World) -> None:
+    with ScriptedModelServer([]) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request(labeller="eve")) == "queued"
+        await world.work()
+        assert model.requests == []
+    repo = world.fake.repo(REPO)
+    assert repo.pulls == {}
+    assert repo.comments(7) == []
+
+
+async def test_unlabelling_cancels_a_running_job(world: World) -> None:
+    marker = "sleep 63.4567"
+    script = [Turn(calls=[("Bash", {"command": marker, "timeout": 600000})])]
+    with ScriptedModelServer(script) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        request = world.request()
+        assert await world.submit(request) == "queued"
+        working = asyncio.create_task(world.work())
+        assert await until(lambda: bool(processes_with(marker)), within=60)
+        cancel = CancelRequest(
+            request.issue, f"c-{uuid.uuid4()}", "the label was removed by @alice"
+        )
+        assert await world.submit(cancel) == "cancelled"
+        await asyncio.wait_for(working, timeout=60)
+    assert not processes_with(marker)
+    repo = world.fake.repo(REPO)
+    assert repo.pulls == {}
+    (comment,) = repo.comments(7)
+    assert "the label was removed by" in comment["body"]
+    # The issue is free again: a new label starts a new run.
+    assert await world.deps.queue.current_run(world.repo_id, 7) is None
+
+
+async def until(predicate: Callable[[], bool], within: float) -> bool:
+    for _ in range(int(within / 0.1)):
+        if predicate():
+            return True
+        await asyncio.sleep(0.1)
+    return False
