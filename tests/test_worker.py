@@ -4,6 +4,8 @@ and the local sandbox, then the human-review gate."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
@@ -23,11 +26,13 @@ from frognano.queue import IntakeQueue
 from frognano.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.settings import Settings
 from frognano.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
-from frognano.worker import WorkerDeps, make_worker, status_marker
+from frognano.web import create_app
+from frognano.worker import WorkerDeps, make_worker, run_issue, status_marker
 from tests.agent.scripted_server import ScriptedModelServer, Turn
 from tests.conftest import processes_with
 from tests.github.fake_github import FakeGitHub
-from tests.web.conftest import REDIS_URL
+from tests.web.conftest import REDIS_URL, serving
+from tests.webhooks import payloads
 
 REPO = "acme/calc"
 CALC = b"def mean(xs):\n    return sum(xs) / len(xs)\n"
@@ -211,3 +216,81 @@ async def until(predicate: Callable[[], bool], within: float) -> bool:
             return True
         await asyncio.sleep(0.1)
     return False
+
+
+def labeled_delivery(world: World, sender: str = "alice") -> tuple[bytes, dict[str, str]]:
+    """A signed `issues.labeled` delivery with GitHub's own payload shape."""
+    repo = payloads.repository(REPO, id=world.repo_id)
+    the_issue = payloads.issue(7, title="mean([]) crashes", body="It should raise ValueError.",
+                               repo=REPO)  # fmt: skip
+    payload = payloads.issues_labeled(sender=payloads.user(sender), the_issue=the_issue, repo=repo)
+    payload["installation"] = payloads.installation_ref(100)
+    payloads.validate("issues", payload)
+    body = payloads.encode(payload)
+    headers = {
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": "sha256=" + hmac.new(b"s", body, hashlib.sha256).hexdigest(),
+        "Content-Type": "application/json",
+    }
+    return body, headers
+
+
+async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world: World) -> None:
+    fake = world.fake
+    app = create_app(
+        world.deps.settings,
+        policies=world.deps.policies,
+        registry=CollectorRegistry(),
+        key_prefix=world.deps.queue.key_prefix,
+        queue_name=world.queue_name,
+        watch_policies=False,
+    )
+    # PR creation fails twice on the way (a 502, then a secondary rate limit): still one PR.
+    fake.fail_next("POST", r"/repos/acme/calc/pulls$", status=502)
+    fake.fail_next("POST", r"/repos/acme/calc/pulls$", status=403, headers={"Retry-After": "0"},
+                   body={"message": "You have exceeded a secondary rate limit."})  # fmt: skip
+    with ScriptedModelServer(FIX) as model, serving(app) as url:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        body, headers = labeled_delivery(world)
+        async with httpx.AsyncClient(base_url=url) as http:
+            answer = await http.post("/webhooks/github", content=body, headers=headers)
+            again = await http.post("/webhooks/github", content=body, headers=headers)
+        assert answer.status_code == 202, answer.text
+        assert answer.json()["status"] == "queued"
+        assert again.json()["status"] == "duplicate"
+        world.job_ids.append(answer.json()["job_id"])
+        await world.work()
+        # The same job run again, as arq does after a crash: nothing is duplicated.
+        job_id = answer.json()["job_id"]
+        run_id = answer.json()["run_id"]
+        request = world.request()
+        ctx = {"deps": world.deps, "job_try": 2}
+        await world.deps.queue.redis.hset(  # type: ignore[misc]
+            world.deps.queue.run_key(world.repo_id, 7), mapping={"run_id": run_id, "job_id": job_id}
+        )
+        with ScriptedModelServer(FIX) as second:
+            world.deps.settings = world.deps.settings.model_copy(
+                update={"model_base_url": second.base_url}
+            )
+            assert (
+                await run_issue(ctx, run_id=run_id, request=_request_dict(request)) == "published"
+            )
+    repo = fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    assert len(repo.comments(7)) == 1
+    assert len([r for r in repo.check_runs.values() if r["name"] == HUMAN_REVIEW_CHECK]) == 1
+    creates = [r.status for r in fake.requests if r.method == "POST" and r.path.endswith("/pulls")]
+    assert creates == [502, 403, 201]
+
+
+def _request_dict(request: RunRequest) -> dict[str, Any]:
+    issue = request.issue
+    return {
+        "issue": {"installation_id": issue.installation_id, "repo": issue.repo,
+                  "repo_id": issue.repo_id, "number": issue.number},
+        "delivery_id": request.delivery_id, "labeller": request.labeller,
+        "label": request.label, "title": request.title, "body": request.body,
+    }  # fmt: skip
