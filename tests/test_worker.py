@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
+import os
+import subprocess
+import sys
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -294,3 +298,40 @@ def _request_dict(request: RunRequest) -> dict[str, Any]:
         "delivery_id": request.delivery_id, "labeller": request.labeller,
         "label": request.label, "title": request.title, "body": request.body,
     }  # fmt: skip
+
+
+async def test_a_killed_worker_is_replaced_and_nothing_is_duplicated(
+    world: World, tmp_path: Path
+) -> None:
+    """SIGKILL the worker in the middle of a run: its sandbox dies with it, another worker
+    notices the missing heartbeat, runs the job again, and publishes one PR and one comment."""
+    marker = "sleep 64.5678"
+    slow = [Turn(calls=[("Bash", {"command": marker, "timeout": 600000})])]
+    settings = world.deps.settings
+    with ScriptedModelServer(slow) as first:
+        config = {
+            "redis_url": REDIS_URL, "app_id": world.fake.app_id,
+            "private_key": world.fake.app_private_key.decode(), "api_url": world.fake.base_url,
+            "model_base_url": first.base_url, "policy_dir": str(settings.policy_dir),
+            "trajectory_dir": str(tmp_path / "killed"), "prefix": world.deps.queue.key_prefix,
+            "queue_name": world.queue_name, "heartbeat_seconds": 0.2, "heartbeat_ttl": 1.0,
+        }  # fmt: skip
+        env = {**os.environ, "FNTEST_WORKER": json.dumps(config)}
+        assert await world.submit(world.request()) == "queued"
+        proc = subprocess.Popen([sys.executable, "-m", "tests.worker_process"], env=env)  # noqa: ASYNC220
+        try:
+            assert await until(lambda: bool(processes_with(marker)), within=60)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert await until(lambda: not processes_with(marker), within=15)
+    world.deps.heartbeat_seconds, world.deps.heartbeat_ttl = 0.2, 1.0
+    await asyncio.sleep(1.5)  # the dead worker's last heartbeat expires
+    with ScriptedModelServer(FIX) as second:
+        world.deps.settings = settings.model_copy(update={"model_base_url": second.base_url})
+        await world.work()  # its start-up sweep releases the orphan, then runs it
+    repo = world.fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    (comment,) = repo.comments(7)
+    assert "/pull/" in comment["body"]
+    assert not processes_with(marker)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from arq.connections import RedisSettings
+from arq.constants import in_progress_key_prefix
 from arq.worker import Function, Worker, func
 
 from frognano.agent.loop import Progress
@@ -52,6 +53,14 @@ class WorkerDeps:
     app: GitHubApp
     policies: PolicyStore
     queue: IntakeQueue
+    heartbeat_seconds: float = 20.0
+    """How often a running job says it is alive."""
+    heartbeat_ttl: float = 90.0
+    """A run job with no heartbeat for this long belonged to a worker that died."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.heartbeat_seconds * 3 <= self.heartbeat_ttl:
+            raise ValueError("heartbeat_ttl must be at least three heartbeat intervals")
 
 
 class RunCancelled(Exception):
@@ -68,13 +77,56 @@ async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]
     deps: WorkerDeps = ctx["deps"]
     issue = request["issue"]
     repo, number, repo_id = issue["repo"], int(issue["number"]), int(issue["repo_id"])
+    alive = _alive_key(deps.queue, str(ctx.get("job_id", run_id)))
+    beating = asyncio.create_task(_heartbeat(deps, alive))
     with bound_contextvars(run_id=run_id, repo=repo, issue=number):
         try:
             return await _run(deps, ctx, run_id, request)
         finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
+            await deps.queue.redis.delete(alive)
             waiting = await deps.queue.finish_run(repo_id, number, run_id)
             if waiting:
                 log.info("run.waiting_triggers_dropped", count=len(waiting))
+
+
+def _alive_key(queue: IntakeQueue, job_id: str) -> str:
+    return f"{queue.key_prefix}alive:{job_id}"
+
+
+async def _heartbeat(deps: WorkerDeps, key: str) -> None:
+    while True:
+        await deps.queue.redis.set(key, b"1", px=int(deps.heartbeat_ttl * 1000))
+        await asyncio.sleep(deps.heartbeat_seconds)
+
+
+async def recover_orphans(deps: WorkerDeps, *, queue_name: str, in_progress_ms: int) -> list[str]:
+    """Release run jobs whose worker died (killed, evicted, redeployed) so another worker
+    runs them again now, not when arq's in-progress lock expires hours later.
+
+    A job counts as orphaned when it is marked in progress, has had no heartbeat for
+    `heartbeat_ttl`, and started longer ago than that (so one that just started is safe).
+    Every stage of a run is idempotent, so the re-run finishes the work without duplicates.
+    """
+    redis = deps.queue.redis
+    released: list[str] = []
+    grace_ms = int(deps.heartbeat_ttl * 1000)
+    async for raw in redis.scan_iter(match=f"{in_progress_key_prefix}run:*"):
+        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        job_id = key.removeprefix(in_progress_key_prefix)
+        if await redis.zscore(queue_name, job_id) is None:
+            continue  # another queue's job, or finished
+        if await redis.exists(_alive_key(deps.queue, job_id)):
+            continue
+        remaining = await redis.pttl(key)
+        if remaining > in_progress_ms - grace_ms:
+            continue  # started moments ago; its first heartbeat may not be written yet
+        if await redis.delete(key):
+            log.warning("worker.orphan_released", job_id=job_id)
+            released.append(job_id)
+    return released
 
 
 async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict[str, Any]) -> str:
@@ -265,11 +317,37 @@ def make_worker(
     max_jobs: int = 2,
     poll_delay: float = 0.5,
 ) -> Worker:
-    """An arq Worker with FrogNano's jobs, JSON job arguments and aborts allowed."""
+    """An arq Worker with FrogNano's jobs, JSON job arguments and aborts allowed; it looks
+    for orphaned runs of dead workers when it starts and then every `heartbeat_ttl`."""
     options: dict[str, Any] = {}
     if queue_name is not None:
         options["queue_name"] = queue_name
-    return Worker(
+    sweeper: list[asyncio.Task[None]] = []
+
+    async def sweep_once() -> None:
+        await recover_orphans(
+            deps,
+            queue_name=worker.queue_name,
+            in_progress_ms=int(worker.in_progress_timeout_s * 1000),
+        )
+
+    async def sweep_forever() -> None:
+        while True:
+            await asyncio.sleep(deps.heartbeat_ttl)
+            await sweep_once()
+
+    async def startup(ctx: dict[Any, Any]) -> None:
+        # Before the first poll, so a restarted worker picks its own orphans up at once.
+        await sweep_once()
+        sweeper.append(asyncio.create_task(sweep_forever()))
+
+    async def shutdown(ctx: dict[Any, Any]) -> None:
+        for task in sweeper:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    worker = Worker(
         functions(),
         redis_settings=RedisSettings.from_dsn(deps.settings.redis_url),
         job_serializer=serialize,
@@ -280,8 +358,11 @@ def make_worker(
         max_jobs=max_jobs,
         poll_delay=poll_delay,
         handle_signals=not burst,
+        on_startup=startup,
+        on_shutdown=shutdown,
         **options,
     )
+    return worker
 
 
 __all__ = [
@@ -289,6 +370,7 @@ __all__ = [
     "WorkerDeps",
     "drop_tokens",
     "make_worker",
+    "recover_orphans",
     "run_issue",
     "status_marker",
 ]
