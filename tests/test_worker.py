@@ -148,6 +148,7 @@ async def test_a_labelled_issue_becomes_a_draft_pr_a_human_must_approve(world: W
             update={"model_base_url": model.base_url}
         )
         assert await world.submit(world.request()) == "queued"
+        assert await world.submit(world.request(labeller="bob")) == "already_running"
         await world.work()
     repo = fake.repo(REPO)
     assert len(repo.pulls) == 1
@@ -166,6 +167,7 @@ async def test_a_labelled_issue_becomes_a_draft_pr_a_human_must_approve(world: W
     assert len(comments) == 1
     assert comments[0]["body"].startswith(status_marker(7))
     assert f"/pull/{number}" in comments[0]["body"]
+    assert "`bob` added the `frognano` label again" in comments[0]["body"]
 
     # The labeller's own approval does not count; another writer's does.
     for reviewer, expected in (("alice", "action_required"), ("bob", "success")):

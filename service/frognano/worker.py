@@ -145,7 +145,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
         log.warning("run.unauthorised", labeller=labeller, role=role)
         return "unauthorised"
     marker = status_marker(number)
-    status = _Status(ack, number, marker)
+    status = _Status(ack, number, marker, queue=deps.queue, repo_id=repo_id, run_id=run_id)
     await ack.react(number, "eyes")
     await status.set(status_comment("queued", marker=marker, run_id=run_id))
     try:
@@ -262,24 +262,56 @@ async def _cancellable(
 
 
 class _Status:
-    """The one status comment of an issue, edited in place; progress edits are throttled."""
+    """The one status comment of an issue, edited in place; progress edits are throttled.
 
-    def __init__(self, client: RepoClient, number: int, marker: str) -> None:
+    Label events that arrived while this run was on (the receiver queued them as "waiting")
+    are acknowledged at the end of the comment, so nobody wonders why nothing started.
+    """
+
+    def __init__(
+        self,
+        client: RepoClient,
+        number: int,
+        marker: str,
+        *,
+        queue: IntakeQueue,
+        repo_id: int,
+        run_id: str,
+    ) -> None:
         self.client, self.number, self.marker = client, number, marker
+        self.queue, self.repo_id, self.run_id = queue, repo_id, run_id
+        self.notes: list[str] = []
         self._last = 0.0
         self._pending: asyncio.Task[None] | None = None
 
     async def set(self, body: str) -> None:
-        await self.client.upsert_status_comment(self.number, self.marker, body)
+        pending = self._pending
+        if pending is not None and pending is not asyncio.current_task() and not pending.done():
+            # A throttled progress edit still in flight must not land after this one.
+            with contextlib.suppress(Exception):
+                await pending
+        for waiting in await self.queue.take_waiting(self.repo_id, self.number, self.run_id):
+            self.notes.append(
+                f"_`{waiting.labeller}` added the `{waiting.label}` label again while this run "
+                "was in progress; that did not start a second run. Add it again once this run "
+                "has ended to start over._"
+            )
+        text = body + "".join(f"\n\n{note}" for note in self.notes)
+        await self.client.upsert_status_comment(self.number, self.marker, text)
         self._last = time.monotonic()
+
+    def _later(self, body: str) -> None:
+        if self._pending is None or self._pending.done():
+            self._pending = asyncio.ensure_future(self.set(body))
 
     def stage(self, name: str) -> None:
         log.info("run.stage", stage=name)
+        if name.startswith("verifying"):
+            self._later(status_comment("testing", marker=self.marker, run_id=self.run_id))
 
     def progress(self, marker: str, run_id: str, max_steps: int) -> Callable[[Progress], None]:
         def update(progress: Progress) -> None:
-            busy = self._pending is not None and not self._pending.done()
-            if busy or time.monotonic() - self._last < PROGRESS_EVERY_SECONDS:
+            if time.monotonic() - self._last < PROGRESS_EVERY_SECONDS:
                 return
             self._last = time.monotonic()
             body = status_comment(
@@ -290,7 +322,7 @@ class _Status:
                 max_steps=max_steps,
                 tool=progress.phase,
             )
-            self._pending = asyncio.ensure_future(self.set(body))
+            self._later(body)
 
         return update
 
