@@ -122,7 +122,9 @@ async def world(fake: FakeGitHub, tmp_path: Path) -> AsyncIterator[World]:
     queue_name = f"{prefix}queue"
     queue = IntakeQueue(redis, key_prefix=prefix, queue_name=queue_name)
     store = PolicyStore(policies, registry=CollectorRegistry())
-    deps = WorkerDeps(settings=settings, app=app, policies=store, queue=queue)
+    deps = WorkerDeps(
+        settings=settings, app=app, policies=store, queue=queue, registry=CollectorRegistry()
+    )
     world = World(fake, deps, redis, queue_name, int(fake.repo(REPO).id), [])
     try:
         yield world
@@ -189,6 +191,7 @@ async def test_an_unauthorised_labeller_gets_no_run_and_no_comment(world: World)
     repo = world.fake.repo(REPO)
     assert repo.pulls == {}
     assert repo.comments(7) == []
+    assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
 
 
 async def test_unlabelling_cancels_a_running_job(world: World) -> None:

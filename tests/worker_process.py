@@ -48,6 +48,7 @@ async def main() -> None:
         queue=queue,
         heartbeat_seconds=config["heartbeat_seconds"],
         heartbeat_ttl=config["heartbeat_ttl"],
+        registry=CollectorRegistry(),
     )
     await make_worker(deps, queue_name=config["queue_name"], poll_delay=0.05).async_run()
 

@@ -15,6 +15,10 @@ def worker_command(
         int,
         typer.Option(help="Runs at once in this process (each holds a sandbox).", min=1),
     ] = 2,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Serve Prometheus metrics on this port (default: none).", min=1),
+    ] = None,
 ) -> None:
     """Run queued jobs: a run for each labelled issue (authorise, sandbox, agent, verify,
     gate, draft pull request), the human-review gate, and token refreshes.
@@ -34,6 +38,10 @@ def worker_command(
     from frognano.worker import WorkerDeps, make_worker  # noqa: PLC0415
 
     settings = _settings(ctx)
+    if metrics_port is not None:
+        from prometheus_client import start_http_server  # noqa: PLC0415
+
+        start_http_server(metrics_port)
     try:
         app = GitHubApp.from_settings(settings)
         policies = PolicyStore(settings.policy_dir)

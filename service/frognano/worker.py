@@ -15,6 +15,7 @@ from typing import Any
 from arq.connections import RedisSettings
 from arq.constants import in_progress_key_prefix
 from arq.worker import Function, Worker, func
+from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
 from frognano.agent.loop import Progress
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
@@ -57,10 +58,25 @@ class WorkerDeps:
     """How often a running job says it is alive."""
     heartbeat_ttl: float = 90.0
     """A run job with no heartbeat for this long belonged to a worker that died."""
+    registry: CollectorRegistry | None = None
+    """Where the worker's metrics go; None: prometheus-client's global registry."""
 
     def __post_init__(self) -> None:
         if not 0 < self.heartbeat_seconds * 3 <= self.heartbeat_ttl:
             raise ValueError("heartbeat_ttl must be at least three heartbeat intervals")
+        registry = self.registry if self.registry is not None else REGISTRY
+        self.runs = Counter(
+            "frognano_worker_runs",
+            "Run jobs by how they ended (published, no_pull_request, unauthorised, cancelled, "
+            "disabled, error).",
+            ["result"],
+            registry=registry,
+        )
+        self.orphans = Counter(
+            "frognano_worker_orphans_released",
+            "Run jobs of dead workers released to run again.",
+            registry=registry,
+        )
 
 
 class RunCancelled(Exception):
@@ -80,9 +96,16 @@ async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]
     alive = _alive_key(deps.queue, str(ctx.get("job_id", run_id)))
     beating = asyncio.create_task(_heartbeat(deps, alive))
     with bound_contextvars(run_id=run_id, repo=repo, issue=number):
+        result = "error"
         try:
-            return await _run(deps, ctx, run_id, request)
+            result = await _run(deps, ctx, run_id, request)
+        except asyncio.CancelledError:
+            result = "cancelled"
+            raise
+        else:
+            return result
         finally:
+            deps.runs.labels(result=result).inc()
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
@@ -125,6 +148,7 @@ async def recover_orphans(deps: WorkerDeps, *, queue_name: str, in_progress_ms: 
             continue  # started moments ago; its first heartbeat may not be written yet
         if await redis.delete(key):
             log.warning("worker.orphan_released", job_id=job_id)
+            deps.orphans.inc()
             released.append(job_id)
     return released
 
