@@ -284,15 +284,20 @@ async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world
             world.deps.settings = world.deps.settings.model_copy(
                 update={"model_base_url": second.base_url}
             )
-            assert (
-                await run_issue(ctx, run_id=run_id, request=_request_dict(request)) == "published"
-            )
+            again_request = {**_request_dict(request), "labeller_id": payloads.user("alice")["id"]}
+            assert await run_issue(ctx, run_id=run_id, request=again_request) == "published"
     repo = fake.repo(REPO)
     assert len(repo.pulls) == 1
     assert len(repo.comments(7)) == 1
     assert len([r for r in repo.check_runs.values() if r["name"] == HUMAN_REVIEW_CHECK]) == 1
     creates = [r.status for r in fake.requests if r.method == "POST" and r.path.endswith("/pulls")]
     assert creates == [502, 403, 201]
+    head = repo.branch_sha("frognano/issue-7")
+    assert head is not None
+    alice_id = payloads.user("alice")["id"]
+    trailer = f"Co-authored-by: alice <{alice_id}+alice@users.noreply.github.com>"
+    assert repo.commits[head]["message"].rstrip("\n").endswith(trailer)
+    assert repo.commits[head]["verified"] is True
 
 
 def _request_dict(request: RunRequest) -> dict[str, Any]:

@@ -249,6 +249,7 @@ def _run_request(request: RunRequest) -> dict[str, Any]:
         "label": request.label,
         "title": request.title,
         "body": request.body,
+        "labeller_id": request.labeller_id,
     }
 
 

@@ -64,6 +64,9 @@ class RunRequest:
     title: str
     body: str
     """The issue body; "" when GitHub sends null. Untrusted text (invariant 4)."""
+    labeller_id: int | None = None
+    """`sender.id`: credits the labeller in the commit's Co-authored-by trailer by account,
+    which survives a rename."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,14 @@ def _issues(  # noqa: PLR0911 - one return per rule
         label=label,
         title=title,
         body=body if isinstance(body, str) else "",
+        labeller_id=_sender_id(payload),
     )
+
+
+def _sender_id(payload: dict[str, Any]) -> int | None:
+    sender = payload.get("sender")
+    value = sender.get("id") if isinstance(sender, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _pull_request(  # noqa: PLR0911 - one return per rule

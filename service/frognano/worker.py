@@ -223,7 +223,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
             issue_number=number,
             issue_title=request["title"],
             labeller=labeller,
-            labeller_id=None,
+            labeller_id=request.get("labeller_id"),
             run_id=run_id,
             policy=policy.publish,
             trajectory_location=str(out_dir / "trajectory.jsonl"),

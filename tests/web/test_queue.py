@@ -116,6 +116,7 @@ async def test_a_worker_runs_the_job_with_plain_json_arguments(space: Space) -> 
                 "label": "frognano",
                 "title": "Title",
                 "body": "Body",
+                "labeller_id": None,
             },
             "try": 1,
         }

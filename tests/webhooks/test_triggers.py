@@ -106,6 +106,7 @@ def test_the_trigger_label_added_by_a_person_asks_for_a_run() -> None:
         label="frognano",
         title="Widget.render crashes on an empty list",
         body="Steps:\n\n1. `Widget([]).render()`\n2. IndexError\n",
+        labeller_id=gh.user("alice")["id"],
     )
 
 
