@@ -345,3 +345,18 @@ async def test_a_killed_worker_is_replaced_and_nothing_is_duplicated(
     (comment,) = repo.comments(7)
     assert "/pull/" in comment["body"]
     assert not processes_with(marker)
+
+
+def test_the_worker_command_refuses_to_start_without_the_app_settings(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
+    env["FROGNANO_POLICY_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "frognano", "worker"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "FROGNANO_GITHUB_APP_ID" in done.stderr
