@@ -26,8 +26,8 @@ async def test_pytest_runs_inside_with_default_environment() -> None:
     async with await create_sandbox("local", SandboxOptions()) as box:
         await box.upload_tree(EXAMPLE)
         result = await box.exec("python -m pytest -q -p no:cacheprovider", timeout=300)
-        assert result.ok, result.output
-        assert "3 passed" in result.output
+        assert result.exit_code == 1, result.output  # the example's one failing test
+        assert "1 failed, 3 passed" in result.output
         failing = await box.exec("python -c 'import calc; calc.mean([])'", timeout=60)
         assert "ZeroDivisionError" in failing.output
 

@@ -1,3 +1,5 @@
+import pytest
+
 from calc import add, mean, subtract
 
 
@@ -11,3 +13,9 @@ def test_subtract() -> None:
 
 def test_mean() -> None:
     assert mean([1, 2, 3, 4]) == 2.5
+
+
+def test_mean_of_an_empty_list_is_a_value_error() -> None:
+    # Fails until ISSUE.md is fixed: mean([]) raises ZeroDivisionError today.
+    with pytest.raises(ValueError, match="empty"):
+        mean([])
