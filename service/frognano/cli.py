@@ -339,8 +339,9 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     """
     # Imported here: the model client's dependencies take a second to import, which every
     # other command would pay for nothing.
-    from frognano.pipeline import SolveJob, SolveOutcome, new_run_id, solve  # noqa: PLC0415
+    from frognano.pipeline import SolveJob, SolveOutcome, solve  # noqa: PLC0415
     from frognano.progress import LiveProgress  # noqa: PLC0415
+    from frognano.runid import new_run_id  # noqa: PLC0415
 
     settings = _settings(ctx)
     issue_title, body = _read_issue(issue_file, title)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from frognano.log import get_logger
 from frognano.policy.gate import Finding, blocked, run_gate
 from frognano.policy.models import AgentPolicy, EffectivePolicy, quantity_bytes
 from frognano.reports import build_report, write_reports
+from frognano.runid import new_run_id
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.settings import Settings
@@ -29,10 +29,6 @@ from frognano.verify import Verification
 from frognano.workspace import ChangedFile, Patch, collect_patch, prepare, upload_excludes
 
 log = get_logger(__name__)
-
-
-def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,8 @@ Redis (or a primary with replicas), not Redis Cluster.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from arq.constants import (
@@ -67,6 +65,7 @@ from arq.constants import (
 from arq.jobs import serialize_job
 from redis.asyncio import Redis
 
+from frognano.runid import new_run_id
 from frognano.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
 
 __all__ = [
@@ -106,11 +105,6 @@ def serialize(data: Any) -> bytes:
 def deserialize(data: bytes) -> Any:
     """arq `job_deserializer`."""
     return json.loads(data)
-
-
-def new_run_id() -> str:
-    """Same shape as `frognano solve`'s run ids: `YYYYMMDD-HHMMSS-xxxxxx` (UTC)."""
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 @dataclass(frozen=True)
