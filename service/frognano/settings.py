@@ -31,6 +31,7 @@ LogFormat = Literal["json", "console"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 SandboxBackend = Literal["local", "kubernetes"]
 LocalMechanism = Literal["auto", "bwrap", "unshare"]
+NetworkCheck = Literal["enforce", "warn"]
 
 
 def _file_variables(field: str) -> tuple[str, ...]:
@@ -125,6 +126,20 @@ class Settings(BaseSettings):
 
     k8s_namespace: str = "frognano-sandbox"
     """Namespace for sandbox pods when `sandbox` is `kubernetes`."""
+
+    k8s_kubeconfig: Path | None = None
+    """Kubeconfig file for reaching the cluster; unset: the pod's own service account when
+    running in a cluster, else the usual kubeconfig (`$KUBECONFIG` or `~/.kube/config`)."""
+
+    k8s_pod_start_timeout_seconds: float = Field(default=600.0, ge=10, le=3600)
+    """How long a sandbox pod may take to become ready (scheduling and image pull)."""
+
+    k8s_network_check: NetworkCheck = "enforce"
+    """`enforce`: the worker runs no job until a probe pod proves the sandbox namespace has no
+    network; `warn`: it runs jobs anyway and logs the failure (an explicit admin override)."""
+
+    k8s_reap_interval_seconds: int = Field(default=300, ge=30, le=86400)
+    """How often the worker deletes expired, failed and evicted sandbox pods."""
 
     trajectory_dir: Path = Path("trajectories")
     """Directory where each run's trajectory is stored."""
