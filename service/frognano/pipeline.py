@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from frognano.reports import build_report, write_reports
 from frognano.runid import new_run_id
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
+from frognano.sandbox.k8s_pod import PodOptions, pod_options
 from frognano.settings import Settings
 from frognano.verification import verify_patch
 from frognano.verify import Verification
@@ -129,6 +131,7 @@ async def solve(
         repo_dir=repo_dir,
         python_env=job.python_env,
         limits=SandboxLimits(memory_bytes=quantity_bytes(job.policy.sandbox.memory)),
+        pod=pod_options(job.policy, run_id=job.run_id),
     )
     try:
         if model is None:
@@ -193,11 +196,16 @@ async def _work(
         return
     stage(f"verifying the patch in a fresh sandbox: {job.policy.verify.command}")
     with _timed(run, "verify"):
-        async with await create_sandbox(job.backend, options) as fresh:
+        verifying = dataclasses.replace(options, pod=_purpose(options.pod, "verify"))
+        async with await create_sandbox(job.backend, verifying) as fresh:
             run.verification, facts = await verify_patch(
                 fresh, repo_dir, exclude, job.policy, run.patch.diff
             )
     run.findings = run_gate(run.patch.diff, facts, job.policy.gate, job.policy.verify)
+
+
+def _purpose(pod: PodOptions | None, purpose: str) -> PodOptions | None:
+    return None if pod is None else dataclasses.replace(pod, purpose=purpose)
 
 
 async def _run_agent(

@@ -8,7 +8,8 @@ from pathlib import Path
 from frognano.policy.gate import TreeFacts
 from frognano.policy.models import EffectivePolicy
 from frognano.policy.paths import path_matches
-from frognano.sandbox.base import WORKSPACE, Sandbox
+from frognano.sandbox.base import Sandbox
+from frognano.sandbox.paths import WORKSPACE
 from frognano.verify import Verification, decide, run_tests
 from frognano.workspace import (
     apply_patch,

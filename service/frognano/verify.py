@@ -13,7 +13,8 @@ from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 from frognano.policy.models import VerifyPolicy
-from frognano.sandbox.base import WORKSPACE, Sandbox
+from frognano.sandbox.base import Sandbox
+from frognano.sandbox.paths import WORKSPACE
 from frognano.workspace import ChangedFile
 
 DEFAULT_TEST_COMMAND = "python -m pytest -q"

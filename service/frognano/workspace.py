@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frognano.errors import ConfigError, FrogNanoError, SandboxError, SetupError
-from frognano.sandbox.base import WORKSPACE, Sandbox
+from frognano.sandbox.base import Sandbox
+from frognano.sandbox.paths import WORKSPACE
 
 # Caches and build products that never belong in a patch, whatever the repo's .gitignore says.
 DIFF_EXCLUDES = (

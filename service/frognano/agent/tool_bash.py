@@ -8,7 +8,8 @@ import shlex
 
 from frognano.agent.tool_common import ToolError
 from frognano.log import get_logger
-from frognano.sandbox.base import WORKSPACE, Sandbox
+from frognano.sandbox.base import Sandbox
+from frognano.sandbox.paths import WORKSPACE
 
 log = get_logger(__name__)
 

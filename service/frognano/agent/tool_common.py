@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
-from frognano.sandbox.base import TMP, WORKSPACE
+from frognano.sandbox.paths import TMP, WORKSPACE
 
 ALLOWED_ROOTS = (WORKSPACE, TMP)
 MAX_LINE_CHARS = 2000

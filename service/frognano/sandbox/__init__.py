@@ -3,14 +3,12 @@
 from frognano.sandbox.base import (
     DEFAULT_OUTPUT_LIMIT,
     DEFAULT_TIMEOUT,
-    HOME,
-    TMP,
-    WORKSPACE,
     ExecResult,
     Sandbox,
     SandboxLimits,
     SandboxOptions,
 )
+from frognano.sandbox.paths import HOME, TMP, WORKSPACE
 from frognano.sandbox.registry import BACKENDS, create_sandbox
 
 __all__ = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
 import posixpath
@@ -14,14 +15,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Protocol, Self, runtime_checkable
 
 from frognano.errors import UnsafePathError
+from frognano.sandbox.k8s_pod import PodOptions
+from frognano.sandbox.paths import WORKSPACE
 from frognano.sandbox.tree import scan_tree, write_tar
 
 if TYPE_CHECKING:
     from frognano.settings import Settings
 
-WORKSPACE = "/workspace"
-HOME = "/home/sandbox"
-TMP = "/tmp"  # noqa: S108 - the sandbox's own private /tmp, not the host's
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_OUTPUT_LIMIT = 2 * 1024 * 1024
@@ -94,6 +94,10 @@ class SandboxOptions:
     repo_dir: Path | None = None
     """The checkout being worked on, only to find its own `.venv`; it is never mounted."""
     local_mechanism: str = "auto"
+    pod: PodOptions | None = None
+    """The Kubernetes backend's pod: namespace, image, resources, lifetime, labels."""
+    kubeconfig: Path | None = None
+    """Kubeconfig for the Kubernetes backend; None: in-cluster, else the default one."""
 
     @classmethod
     def from_settings(
@@ -103,12 +107,22 @@ class SandboxOptions:
         repo_dir: Path | None = None,
         python_env: Path | None = None,
         limits: SandboxLimits | None = None,
+        pod: PodOptions | None = None,
     ) -> SandboxOptions:
+        """Options from the settings; `pod` carries the policy's image and resources, and
+        its namespace and start timeout are taken from the settings."""
+        pod = dataclasses.replace(
+            pod or PodOptions(),
+            namespace=settings.k8s_namespace,
+            start_timeout=settings.k8s_pod_start_timeout_seconds,
+        )
         return cls(
             limits=limits or SandboxLimits(),
             python_env=python_env or settings.python_env,
             repo_dir=repo_dir,
             local_mechanism=settings.local_sandbox_mechanism,
+            pod=pod,
+            kubeconfig=settings.k8s_kubeconfig,
         )
 
 

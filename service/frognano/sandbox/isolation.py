@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frognano.errors import SandboxStartError, SandboxUnavailable
-from frognano.sandbox.base import HOME, TMP, WORKSPACE
+from frognano.sandbox.paths import HOME, TMP, WORKSPACE
 
 # The uid commands see inside a bwrap sandbox (bwrap maps it onto the invoking host user).
 INNER_UID = 10001

@@ -20,13 +20,7 @@ from typing import Any, ClassVar
 
 from frognano.errors import SandboxClosed, SandboxStartError
 from frognano.log import get_logger
-from frognano.sandbox.base import (
-    HOME,
-    RawResult,
-    SandboxBase,
-    SandboxLimits,
-    SandboxOptions,
-)
+from frognano.sandbox.base import RawResult, SandboxBase, SandboxLimits, SandboxOptions
 from frognano.sandbox.isolation import (
     HOST_UID_RANGE,
     INNER_UID,
@@ -37,6 +31,7 @@ from frognano.sandbox.isolation import (
     choose_mechanism,
 )
 from frognano.sandbox.output import HeadTail
+from frognano.sandbox.paths import HOME
 from frognano.sandbox.pyenv import PythonEnv, resolve_python_env
 
 log = get_logger(__name__)

@@ -68,18 +68,25 @@ async def host_listener() -> AsyncIterator[tuple[int, list[str]]]:
         await server.wait_closed()
 
 
-async def check_network(sandbox: Sandbox, probes: list[Probe]) -> list[ProbeResult]:
-    """Run every probe plus interface and DNS checks; `blocked` is True where nothing got out."""
+async def check_network(
+    sandbox: Sandbox, probes: list[Probe], *, only_loopback: bool = True
+) -> list[ProbeResult]:
+    """Run every probe plus interface and DNS checks; `blocked` is True where nothing got out.
+
+    `only_loopback`: the sandbox must have no interface but `lo` (local sandboxes). A pod
+    always has one; there the NetworkPolicy, which the probes test, is what blocks traffic.
+    """
     results: list[ProbeResult] = []
-    links = await sandbox.exec("cat /proc/net/dev", cwd="/", timeout=30)
-    names = sorted(
-        line.split(":", 1)[0].strip() for line in links.output.splitlines()[2:] if ":" in line
-    )
-    results.append(
-        ProbeResult(
-            "network interfaces", "/proc/net/dev", names == ["lo"], ", ".join(names) or "none"
+    if only_loopback:
+        links = await sandbox.exec("cat /proc/net/dev", cwd="/", timeout=30)
+        names = sorted(
+            line.split(":", 1)[0].strip() for line in links.output.splitlines()[2:] if ":" in line
         )
-    )
+        results.append(
+            ProbeResult(
+                "network interfaces", "/proc/net/dev", names == ["lo"], ", ".join(names) or "none"
+            )
+        )
     dns = await sandbox.exec("timeout 10 getent hosts github.com", cwd="/", timeout=30)
     results.append(
         ProbeResult(
@@ -99,9 +106,41 @@ async def check_network(sandbox: Sandbox, probes: list[Probe]) -> list[ProbeResu
         results.append(
             ProbeResult(
                 probe.name,
-                f"{probe.host}:{probe.port}",
+                _target(probe),
                 attempt.exit_code != 0,
                 detail or f"exit {attempt.exit_code}",
             )
         )
     return results
+
+
+def _target(probe: Probe) -> str:
+    return f"[{probe.host}]:{probe.port}" if ":" in probe.host else f"{probe.host}:{probe.port}"
+
+
+def cluster_probes(api_server_url: str, resolv_conf: str) -> list[Probe]:
+    """Probes for what a pod in a cluster could reach: the API server the worker uses, the
+    cluster's DNS server (the worker's own resolver), plus the outside and metadata ones."""
+    probes: list[Probe] = []
+    parts = urlsplit(api_server_url)
+    if parts.hostname:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        probes.append(Probe("Kubernetes API server", parts.hostname, port))
+    for line in resolv_conf.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == "nameserver":
+            # TCP: a UDP "connection" succeeds without an answer, proving nothing.
+            probes.append(Probe("cluster DNS (TCP 53)", fields[1], 53))
+            break
+    return [*probes, *DEFAULT_PROBES]
+
+
+def network_verdict(results: list[ProbeResult]) -> tuple[bool, str]:
+    """Whether the sandbox has no network, and a one-line summary of what got out if not."""
+    leaked = [f"{result.name} ({result.target}): {result.detail}" for result in results
+              if not result.blocked]  # fmt: skip
+    if not results:
+        return False, "no probe ran"
+    if leaked:
+        return False, "reached: " + "; ".join(leaked)
+    return True, f"all {len(results)} probes blocked"

@@ -12,6 +12,7 @@ from frognano.sandbox.base import Sandbox, SandboxOptions
 # name -> "module:Class"; each class offers `async create(options) -> Sandbox`.
 BACKENDS: dict[str, str] = {
     "local": "frognano.sandbox.local:LocalSandbox",
+    "kubernetes": "frognano.sandbox.kubernetes:KubernetesSandbox",
 }
 
 

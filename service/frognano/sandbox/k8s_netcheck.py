@@ -1,0 +1,35 @@
+"""Proving the sandbox namespace has no network: a probe pod that must reach nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from frognano.sandbox.base import SandboxOptions
+from frognano.sandbox.k8s_api import kube_configuration
+from frognano.sandbox.k8s_pod import PodOptions
+from frognano.sandbox.kubernetes import KubernetesSandbox
+from frognano.sandbox.netcheck import ProbeResult, check_network, cluster_probes
+
+RESOLV_CONF = Path("/etc/resolv.conf")
+
+
+def _resolv_conf(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""  # no resolver here: the DNS probe is left out, the others still run
+
+
+async def check_pod_network(
+    options: SandboxOptions, *, resolv_conf: Path = RESOLV_CONF
+) -> list[ProbeResult]:
+    """Start a probe pod exactly like a sandbox and try the API server, cluster DNS (the
+    resolver this process uses, which in a cluster is the cluster's), an outside address and
+    the cloud metadata address from it; each result says whether it was blocked."""
+    pod = dataclasses.replace(options.pod or PodOptions(), purpose="network-check", run_id="")
+    options = dataclasses.replace(options, pod=pod)
+    configuration = kube_configuration(options.kubeconfig)
+    probes = cluster_probes(str(configuration.host), _resolv_conf(resolv_conf))
+    async with await KubernetesSandbox.create(options) as box:
+        return await check_network(box, probes, only_loopback=False)

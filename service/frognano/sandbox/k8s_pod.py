@@ -1,0 +1,195 @@
+"""The sandbox pod: a hardened Pod manifest (research/k8s.md section 2) and its labels."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from frognano.policy.models import EffectivePolicy
+from frognano.sandbox.paths import HOME, TMP, WORKSPACE
+
+CONTAINER = "sandbox"
+SANDBOX_UID = 10001
+MANAGED_BY = "app.kubernetes.io/managed-by"
+COMPONENT = "app.kubernetes.io/component"
+RUN_ID = "frognano.dev/run-id"
+EXPIRES = "frognano.dev/expires"
+"""Unix seconds after which the reaper deletes the pod, as a label so selectors can see it."""
+EXPIRES_AT = "frognano.dev/expires-at"
+"""The same moment as an RFC 3339 annotation, for people reading `kubectl describe`."""
+PURPOSE = "frognano.dev/purpose"
+SELECTOR = f"{MANAGED_BY}=frognano,{COMPONENT}=sandbox"
+"""Label selector matching every sandbox pod FrogNano creates, and nothing else."""
+
+# What the reaper adds to a pod's lifetime before it counts as abandoned: the pod's own
+# activeDeadlineSeconds stops it first; the label only decides when its object is deleted.
+EXPIRY_MARGIN = timedelta(minutes=10)
+_LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass(frozen=True)
+class PodOptions:
+    """What the Kubernetes backend needs to know to build a sandbox pod."""
+
+    namespace: str = "frognano-sandbox"
+    image: str = "ghcr.io/frognano/sandbox-python:3.11"
+    cpu: str = "2"
+    memory: str = "4Gi"
+    ephemeral_storage: str = "10Gi"
+    runtime_class: str | None = None
+    run_id: str = ""
+    purpose: str = "agent"
+    """agent, verify or network-check: shown in a label so an admin knows what a pod is for."""
+    lifetime_seconds: int = 4 * 3600
+    """activeDeadlineSeconds: the kubelet kills the pod after this even if FrogNano is gone."""
+    start_timeout: float = 600.0
+    labels: dict[str, str] = field(default_factory=dict)
+    """Extra labels (the worker adds its own name)."""
+
+    def __post_init__(self) -> None:
+        if self.lifetime_seconds <= 0:
+            raise ValueError("a sandbox pod's lifetime must be positive")
+
+
+def pod_options(policy: EffectivePolicy, *, run_id: str = "", purpose: str = "agent") -> PodOptions:
+    """The policy's image and resources, and a lifetime covering every stage of one run: the
+    agent's time, the policy's setup and two test runs, with half an hour to spare."""
+    lifetime = policy.agent.time_limit_seconds + 2 * policy.verify.timeout_seconds + 1800
+    return PodOptions(
+        image=policy.sandbox.image,
+        cpu=policy.sandbox.cpu,
+        memory=policy.sandbox.memory,
+        ephemeral_storage=policy.sandbox.ephemeral_storage,
+        runtime_class=policy.sandbox.runtime_class,
+        run_id=run_id,
+        purpose=purpose,
+        lifetime_seconds=int(lifetime),
+    )
+
+
+def label_value(text: str) -> str:
+    """`text` made into a valid label value (at most 63 characters of [A-Za-z0-9_.-])."""
+    return _LABEL_VALUE.sub("-", text)[:63].strip("-_.")
+
+
+def _requests(limit: str, share: float) -> str:
+    """A request that is a share of a limit, so the scheduler packs pods without overcommit
+    on memory going past the limit; quantities the policy allows are plain numbers with units."""
+    match = re.fullmatch(r"([0-9.]+)(m|Ki|Mi|Gi|Ti|K|M|G|T)?", limit)
+    if match is None:
+        return limit
+    number, unit = float(match.group(1)), match.group(2) or ""
+    if unit == "m":
+        return f"{max(1, int(number * share))}m"
+    if unit == "":
+        return (
+            f"{max(1, int(number * share * 1000))}m"
+            if number * share < 1
+            else f"{number * share:g}"
+        )
+    return f"{max(1, int(number * share))}{unit}"
+
+
+def sandbox_pod(options: PodOptions, *, now: datetime | None = None) -> dict[str, Any]:
+    """The Pod manifest for one sandbox; nothing in it gives the pod a credential or a route."""
+    now = now or datetime.now(UTC)
+    expires = now + timedelta(seconds=options.lifetime_seconds) + EXPIRY_MARGIN
+    labels = {
+        **{key: label_value(value) for key, value in options.labels.items()},
+        MANAGED_BY: "frognano",
+        COMPONENT: "sandbox",
+        PURPOSE: label_value(options.purpose),
+        EXPIRES: str(int(expires.timestamp())),
+    }
+    if options.run_id:
+        labels[RUN_ID] = label_value(options.run_id)
+    container_security = {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": SANDBOX_UID,
+        "runAsGroup": SANDBOX_UID,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    spec: dict[str, Any] = {
+        # No token, no service environment variables, no DNS: nothing to find or to use.
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "dnsPolicy": "None",
+        # dnsPolicy None requires a nameserver; nothing answers on the pod's own loopback.
+        "dnsConfig": {"nameservers": ["127.0.0.1"]},
+        "hostNetwork": False,
+        "hostPID": False,
+        "hostIPC": False,
+        "restartPolicy": "Never",
+        "activeDeadlineSeconds": options.lifetime_seconds,
+        "terminationGracePeriodSeconds": 1,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": SANDBOX_UID,
+            "runAsGroup": SANDBOX_UID,
+            "fsGroup": SANDBOX_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": CONTAINER,
+                "image": options.image,
+                "imagePullPolicy": "IfNotPresent",
+                # tini as pid 1 reaps the orphans that exec'd commands leave behind.
+                "command": ["/usr/bin/tini", "--", "sleep", "infinity"],
+                "workingDir": WORKSPACE,
+                "env": [
+                    {"name": "HOME", "value": HOME},
+                    {"name": "TMPDIR", "value": TMP},
+                    {"name": "USER", "value": "sandbox"},
+                    {"name": "LANG", "value": "C.UTF-8"},
+                    {"name": "TERM", "value": "dumb"},
+                    {"name": "PAGER", "value": "cat"},
+                    {"name": "GIT_PAGER", "value": "cat"},
+                ],
+                "securityContext": container_security,
+                "resources": {
+                    "requests": {
+                        "cpu": _requests(options.cpu, 0.5),
+                        "memory": _requests(options.memory, 0.5),
+                        "ephemeral-storage": _requests(options.ephemeral_storage, 0.2),
+                    },
+                    "limits": {
+                        "cpu": options.cpu,
+                        "memory": options.memory,
+                        "ephemeral-storage": options.ephemeral_storage,
+                    },
+                },
+                "volumeMounts": [
+                    {"name": "workspace", "mountPath": WORKSPACE},
+                    {"name": "tmp", "mountPath": TMP},
+                    {"name": "home", "mountPath": HOME},
+                ],
+            }
+        ],
+        # Disk-backed emptyDirs: a memory medium would count against the memory limit.
+        # Going past a sizeLimit evicts the pod; the backend reports that as the reason.
+        "volumes": [
+            {"name": "workspace", "emptyDir": {"sizeLimit": options.ephemeral_storage}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+            {"name": "home", "emptyDir": {"sizeLimit": "1Gi"}},
+        ],
+    }
+    if options.runtime_class:
+        spec["runtimeClassName"] = options.runtime_class
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": "frognano-sandbox-",
+            "namespace": options.namespace,
+            "labels": labels,
+            "annotations": {EXPIRES_AT: expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
+        },
+        "spec": spec,
+    }
