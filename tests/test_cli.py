@@ -53,9 +53,21 @@ def test_bad_settings_exit_2_with_the_fix() -> None:
 
 
 def test_unknown_backend_is_a_configuration_error() -> None:
-    done = frognano("sandbox", "run", "--sandbox", "kubernetes", str(EXAMPLE), "--", "true")
+    done = frognano("sandbox", "run", "--sandbox", "docker", str(EXAMPLE), "--", "true")
     assert done.returncode == 2
     assert "not available in this version" in done.stderr
+    assert "kubernetes, local" in done.stderr
+
+
+def test_kubernetes_without_a_cluster_says_what_to_set(tmp_path: Path) -> None:
+    missing = tmp_path / "no-kubeconfig"
+    env = {"FROGNANO_K8S_KUBECONFIG": str(missing)}
+    done = frognano(
+        "sandbox", "run", "--sandbox", "kubernetes", str(EXAMPLE), "--", "true", env=env
+    )
+    assert done.returncode == 2
+    assert "FROGNANO_K8S_KUBECONFIG" in done.stderr
+    assert str(missing) in done.stderr
 
 
 def test_sandbox_run_exits_with_the_example_tests_status() -> None:

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from frognano import __version__
 from frognano.agent.trajectory import read_events, render
+from frognano.cli_kube import default_pod, probe_pod_network, reap_command
 from frognano.cli_policy import policy_app
 from frognano.cli_serve import serve_command
 from frognano.cli_worker import worker_command
@@ -48,6 +49,7 @@ sandbox_app = typer.Typer(
     help="Check and use the sandboxes that agent commands run in.", no_args_is_help=True
 )
 app.add_typer(sandbox_app, name="sandbox")
+sandbox_app.command("reap")(reap_command)
 app.command("serve")(serve_command)
 app.command("worker")(worker_command)
 app.add_typer(policy_app, name="policy")
@@ -147,14 +149,18 @@ def check_network_command(
 ) -> None:
     """Prove that a sandbox has no network: every connection attempt from inside must fail.
 
-    Probes the Internet (IPv4 and IPv6), public DNS, the cloud metadata address, name
+    Local: probes the Internet (IPv4 and IPv6), public DNS, the cloud metadata address, name
     resolution, a server this command starts on the host's 127.0.0.1, and the Redis of
-    FROGNANO_REDIS_URL when it is on this host. Exits 1 if anything got through.
+    FROGNANO_REDIS_URL when it is on this host. Kubernetes: starts a probe pod like a sandbox
+    and tries the API server, cluster DNS, the Internet and the metadata address from it.
+    Exits 1 if anything got through.
     """
     settings = _settings(ctx)
     backend = sandbox or settings.sandbox
 
     async def probe() -> list[ProbeResult]:
+        if backend == "kubernetes":
+            return await probe_pod_network(settings)
         options = SandboxOptions.from_settings(settings, python_env=python_env)
         async with host_listener() as (port, reached):
             async with await create_sandbox(backend, options) as box:
@@ -229,7 +235,11 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
     source = repo_dir.resolve()
 
     async def go() -> tuple[int | None, str, bool]:
-        options = SandboxOptions.from_settings(settings, repo_dir=source, python_env=python_env)
+        # A pod follows the policy's defaults (image, resources), as a run's sandbox would.
+        pod = default_pod(settings) if backend == "kubernetes" else None
+        options = SandboxOptions.from_settings(
+            settings, repo_dir=source, python_env=python_env, pod=pod
+        )
         async with await create_sandbox(backend, options) as box:
             exclude = []
             env = getattr(box, "python_env", None)

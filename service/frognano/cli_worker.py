@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from frognano.settings import Settings
+
 
 def worker_command(
     ctx: typer.Context,
@@ -26,6 +28,10 @@ def worker_command(
     Needs FROGNANO_REDIS_URL, the GitHub App settings (FROGNANO_GITHUB_APP_ID and the private
     key), a valid FROGNANO_POLICY_DIR and the model server (FROGNANO_MODEL_BASE_URL).
     SIGTERM stops taking jobs and lets running ones finish or be retried by another worker.
+
+    With FROGNANO_SANDBOX=kubernetes it first proves, with a probe pod, that the sandbox
+    namespace has no network, and refuses to start when it has (FROGNANO_K8S_NETWORK_CHECK=
+    warn runs anyway); it also deletes expired and failed sandbox pods periodically.
     """
     # Imported here: the worker's dependencies are heavy, and cli.py imports this module.
     from redis.asyncio import Redis  # noqa: PLC0415
@@ -49,6 +55,8 @@ def worker_command(
         _fail(str(exc), 2)
 
     async def main() -> None:
+        if settings.sandbox == "kubernetes":
+            await _require_isolated_sandboxes(settings)
         redis = Redis.from_url(settings.redis_url)
         watcher = asyncio.create_task(policies.watch())
         worker = make_worker(
@@ -66,3 +74,40 @@ def worker_command(
             app.close()
 
     _run(main())
+
+
+async def _require_isolated_sandboxes(settings: Settings) -> None:
+    """The start-up network check of the Kubernetes sandbox namespace (docs/deploy.md)."""
+    from frognano.cli import _fail  # noqa: PLC0415
+    from frognano.cli_kube import probe_pod_network  # noqa: PLC0415
+    from frognano.errors import FrogNanoError  # noqa: PLC0415
+    from frognano.log import get_logger  # noqa: PLC0415
+    from frognano.sandbox.netcheck import network_verdict  # noqa: PLC0415
+
+    log = get_logger(__name__)
+    namespace = settings.k8s_namespace
+    try:
+        isolated, summary = network_verdict(await probe_pod_network(settings))
+        problem = (
+            f"the sandbox namespace {namespace} is not isolated ({summary}); does the "
+            "cluster's CNI enforce NetworkPolicy, and is the chart's deny-all policy there?"
+        )
+    except FrogNanoError as exc:
+        isolated, summary = False, f"the probe pod could not run: {exc}"
+        problem = f"could not prove that the sandbox namespace {namespace} is isolated: {exc}"
+    if isolated:
+        log.info("worker.network_check_passed", namespace=namespace, result=summary)
+        return
+    if settings.k8s_network_check == "warn":
+        log.warning(
+            "worker.network_check_failed",
+            namespace=namespace,
+            result=summary,
+            override="FROGNANO_K8S_NETWORK_CHECK=warn",
+        )
+        return
+    _fail(
+        f"{problem}. No job runs until this check passes; FROGNANO_K8S_NETWORK_CHECK=warn "
+        "overrides it.",
+        1,
+    )

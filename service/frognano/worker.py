@@ -18,6 +18,7 @@ from arq.worker import Function, Worker, func
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
 from frognano.agent.loop import Progress
+from frognano.errors import FrogNanoError
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange
@@ -35,6 +36,7 @@ from frognano.queue import (
     serialize,
 )
 from frognano.review import review_gate
+from frognano.sandbox.reaper import reap_namespace
 from frognano.settings import Settings
 
 log = get_logger(__name__)
@@ -392,10 +394,22 @@ def make_worker(
             await asyncio.sleep(deps.heartbeat_ttl)
             await sweep_once()
 
+    async def reap_forever() -> None:
+        settings = deps.settings
+        while True:
+            try:
+                await reap_namespace(settings.k8s_namespace, settings.k8s_kubeconfig)
+            except FrogNanoError as exc:
+                log.warning("worker.reap_failed", error=str(exc))
+            await asyncio.sleep(settings.k8s_reap_interval_seconds)
+
     async def startup(ctx: dict[Any, Any]) -> None:
         # Before the first poll, so a restarted worker picks its own orphans up at once.
         await sweep_once()
         sweeper.append(asyncio.create_task(sweep_forever()))
+        if deps.settings.sandbox == "kubernetes":
+            # Pods of runs whose worker died, or that the kubelet stopped, are deleted here.
+            sweeper.append(asyncio.create_task(reap_forever()))
 
     async def shutdown(ctx: dict[Any, Any]) -> None:
         for task in sweeper:

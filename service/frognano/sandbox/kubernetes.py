@@ -97,6 +97,7 @@ class KubernetesSandbox(SandboxBase):
         self._api = api
         self._limits = limits
         self._closed = False
+        self.client_grace = CLIENT_GRACE
         self._finalizer = weakref.finalize(
             self, _delete_now, api.configuration, self.namespace, self.name
         )
@@ -200,7 +201,7 @@ class KubernetesSandbox(SandboxBase):
         cancel = threading.Event()
         work = asyncio.ensure_future(
             asyncio.to_thread(
-                self._exec_blocking, argv, data, started + timeout + CLIENT_GRACE,
+                self._exec_blocking, argv, data, started + timeout + self.client_grace,
                 output_limit, split, cancel,
             )
         )  # fmt: skip
@@ -210,7 +211,7 @@ class KubernetesSandbox(SandboxBase):
             # Cancelled (job cancel, Ctrl-C): stop streaming and kill what the command started.
             cancel.set()
             with contextlib.suppress(BaseException):
-                await asyncio.wait_for(work, CLIENT_GRACE)
+                await asyncio.wait_for(work, self.client_grace)
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._kill(exec_id)), KILL_TIMEOUT)
             raise

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from frognano.log import get_logger
-from frognano.sandbox.k8s_api import KubeApi, KubeApiError
+from frognano.sandbox.k8s_api import KubeApi, KubeApiError, kube_configuration
 from frognano.sandbox.k8s_pod import EXPIRES, SELECTOR
 
 log = get_logger(__name__)
@@ -85,3 +87,15 @@ async def reap(
         reaped.append(Reaped(name, phase, reason, deleted=deleted))
         log.info("sandbox.reaped", pod=name, namespace=namespace, reason=reason)
     return reaped
+
+
+async def reap_namespace(
+    namespace: str, kubeconfig: Path | None, *, dry_run: bool = False
+) -> list[Reaped]:
+    """`reap` with a client of its own, for the CLI and the worker's periodic sweep."""
+    configuration = await asyncio.to_thread(kube_configuration, kubeconfig)
+    api = KubeApi(configuration)
+    try:
+        return await reap(api, namespace, dry_run=dry_run)
+    finally:
+        api.close()

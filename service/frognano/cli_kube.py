@@ -1,0 +1,73 @@
+"""`frognano sandbox reap` and the Kubernetes probe of `frognano sandbox check-network`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from frognano.errors import FrogNanoError
+from frognano.policy.loader import load_policies
+from frognano.sandbox import SandboxOptions
+from frognano.sandbox.k8s_netcheck import check_pod_network
+from frognano.sandbox.k8s_pod import PodOptions, pod_options
+from frognano.sandbox.netcheck import ProbeResult
+from frognano.sandbox.reaper import reap_namespace
+from frognano.settings import Settings
+
+# Policies apply per repository; a repository name no admin would write gets the defaults.
+DEFAULTS_REPO = "frognano-defaults/frognano-defaults"
+
+
+def default_pod(settings: Settings) -> PodOptions:
+    """The pod the policy's defaults describe (image, resources, runtime class)."""
+    return pod_options(load_policies(settings.policy_dir).for_repo(DEFAULTS_REPO))
+
+
+async def probe_pod_network(settings: Settings) -> list[ProbeResult]:
+    options = SandboxOptions.from_settings(settings, pod=default_pod(settings))
+    return await check_pod_network(options)
+
+
+def reap_command(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be deleted; delete nothing.")
+    ] = False,
+) -> None:
+    """Delete sandbox pods that expired, finished, failed or were evicted (Kubernetes).
+
+    Looks only at pods FrogNano labelled in FROGNANO_K8S_NAMESPACE; a worker runs the same
+    sweep every FROGNANO_K8S_REAP_INTERVAL_SECONDS. Exits 1 if a deletion failed.
+    """
+    settings = ctx.find_root().obj
+    if not isinstance(settings, Settings):
+        raise typer.Exit(2)
+    console = Console()
+    try:
+        reaped = asyncio.run(
+            reap_namespace(settings.k8s_namespace, settings.k8s_kubeconfig, dry_run=dry_run)
+        )
+    except FrogNanoError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    if not reaped:
+        console.print(f"No sandbox pod to reap in {settings.k8s_namespace}.")
+        return
+    table = Table(title=f"Sandbox pods in {settings.k8s_namespace}")
+    for column in ("pod", "phase", "why", "result"):
+        table.add_column(column)
+    for item in reaped:
+        result = (
+            "would delete" if dry_run
+            else f"[red]failed: {item.error}[/]" if item.error
+            else "deleted" if item.deleted
+            else "already gone"
+        )  # fmt: skip
+        table.add_row(item.name, item.phase, item.reason, result)
+    console.print(table)
+    if any(item.error for item in reaped):
+        raise typer.Exit(1)
