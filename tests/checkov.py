@@ -28,8 +28,23 @@ SKIPS: dict[str, dict[str, str]] = {
         "CKV2_K8S_6": "the deny-all NetworkPolicy covering this pod is a namespace object of "
         "the chart (sandbox-networkpolicy.yaml), checked with the chart, not with the pod",
     },
-    # Every object `helm template charts/frognano` renders.
-    "chart": {},
+    # Every object `helm template charts/frognano` renders (defaults, tests/chart/values-*.yaml).
+    "chart": {
+        "CKV_K8S_38": "the worker mounts its ServiceAccount token to create, exec into and delete "
+        "sandbox pods, and sglang-router (sglang.replicas > 1) to list and watch the SGLang pods; "
+        "each token is bound to one namespaced Role, and every other pod mounts none",
+        "CKV_K8S_43": "the default values name images by tag because the chart cannot know the "
+        "digests of the images an installer mirrors; image.digest, sglang.image.digest, "
+        "redis.image.digest and sglang.router.image.digest pin them, docs/deploy.md asks for "
+        "that in production, and a chart test requires it in tests/chart/values-*.yaml",
+        "CKV_K8S_15": "pullPolicy Always is only needed for mutable tags; with a digest (see "
+        "CKV_K8S_43) IfNotPresent pulls exactly that image, and the default keeps a node "
+        "from pulling the multi-gigabyte SGLang image again at every restart",
+        "CKV_K8S_35": "with redis.external.existingSecret the Redis URL (with its password) is "
+        "an environment variable from a secretKeyRef, because FrogNano reads it only from "
+        "FROGNANO_REDIS_URL (there is no _FILE form); the GitHub key and the webhook secret "
+        "are mounted files",
+    },
     # Dockerfile (the service image) and deploy/sandbox/Dockerfile (the example sandbox image).
     "dockerfile": {},
 }

@@ -36,11 +36,14 @@ _PATCH_FILE = "/tmp/frognano-patch.diff"  # noqa: S108 - the sandbox's own /tmp
 
 # Git inside the sandbox ignores system and user configuration and runs no hooks; the commit
 # date is fixed so the same tree always gives the same baseline commit.
+# safe.directory: a pod's /workspace emptyDir is owned by root (fsGroup changes only its
+# group), and git refuses a worktree another user owns unless told it is safe.
 _GIT = (
     "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 "
     "GIT_AUTHOR_DATE=2000-01-01T00:00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00:00Z "
     "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.autocrlf=false "
-    "-c user.name=FrogNano -c user.email=frognano@localhost.invalid"
+    "-c user.name=FrogNano -c user.email=frognano@localhost.invalid "
+    "-c safe.directory=/workspace"
 )
 _SHA = re.compile(r"^[0-9a-f]{40,64}$")
 

@@ -1,6 +1,6 @@
-"""The Helm chart: lint, render, validate offline against Kubernetes' schemas, and check the
-security properties the design promises (hardened pods, one token, narrow RBAC, isolated
-sandbox namespace, secrets only where they are needed)."""
+"""The Helm chart: lint, render, validate offline against Kubernetes' schemas and checkov, and
+check the security properties the design promises (hardened pods, tokens only where the API is
+used, narrow RBAC, isolated sandbox namespace, secrets only where they are needed)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jsonschema
@@ -17,9 +17,16 @@ import pytest
 import yaml
 
 from tests.chart.helm import extract_helm
+from tests.checkov import run_checkov, skips_for
 
-ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 CHART = ROOT / "charts" / "frognano"
+# Values files for the options that cannot all be on at once; each turns on every option it can.
+VALUES_FILES = {
+    "values-all": HERE / "values-all.yaml",
+    "values-external": HERE / "values-external.yaml",
+}
 KUBERNETES_VERSION = "1.33"
 RELEASE = "fn"
 NAMESPACE = "frognano"
@@ -63,10 +70,11 @@ def _set_args(values: dict[str, Any]) -> list[str]:
 
 @pytest.fixture(scope="session")
 def render(helm: list[str], helm_env: dict[str, str]) -> Render:
+    """`render(*values_files, **dotted_values)`: the chart's objects, parsed."""
     cache: dict[str, list[Manifest]] = {}
 
-    def _render(**values: Any) -> list[Manifest]:
-        key = json.dumps(values, sort_keys=True)
+    def _render(*files: Path, **values: Any) -> list[Manifest]:
+        key = json.dumps([[str(f) for f in files], values], sort_keys=True)
         if key not in cache:
             result = _run_helm(
                 helm,
@@ -76,6 +84,7 @@ def render(helm: list[str], helm_env: dict[str, str]) -> Render:
                 str(CHART),
                 "--namespace",
                 NAMESPACE,
+                *[arg for f in files for arg in ("--values", str(f))],
                 *_set_args(values),
             )
             assert result.returncode == 0, result.stderr
@@ -117,11 +126,15 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         "sandbox.createNamespace": False,
         "policies.extraFiles": {"50-acme.yaml": "version: 1\n"},
     },
+    "router": {"sglang.replicas": 3},
+    "router-without-policies": {"sglang.replicas": 2, "networkPolicies.enabled": False},
 }
 
 
-@pytest.fixture(params=sorted(COMBINATIONS))
+@pytest.fixture(params=[*sorted(COMBINATIONS), *sorted(VALUES_FILES)])
 def manifests(request: pytest.FixtureRequest, render: Render) -> list[Manifest]:
+    if request.param in VALUES_FILES:
+        return render(VALUES_FILES[request.param])
     return render(**COMBINATIONS[request.param])
 
 
@@ -151,6 +164,22 @@ def _env(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _sandbox_namespace(docs: list[Manifest]) -> str:
+    namespace: str = _env(_pod_specs(docs)[f"{RELEASE}-frognano-worker"])["FROGNANO_K8S_NAMESPACE"]
+    return namespace
+
+
+def _rules(role: Manifest) -> set[tuple[str, str, tuple[str, ...]]]:
+    for rule in role["rules"]:
+        assert set(rule) == {"apiGroups", "resources", "verbs"}  # no resourceNames etc.
+    return {
+        (group, resource, tuple(sorted(rule["verbs"])))
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+
+
 def _secret_keys_mounted(pod: dict[str, Any]) -> set[str]:
     keys: set[str] = set()
     for volume in pod.get("volumes", []):
@@ -166,6 +195,16 @@ def _secret_keys_mounted(pod: dict[str, Any]) -> set[str]:
 
 def test_helm_lint_passes(helm: list[str], helm_env: dict[str, str]) -> None:
     result = _run_helm(helm, helm_env, "lint", "--strict", str(CHART))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(VALUES_FILES))
+def test_helm_lint_passes_with_the_values_files(
+    helm: list[str], helm_env: dict[str, str], name: str
+) -> None:
+    result = _run_helm(
+        helm, helm_env, "lint", "--strict", str(CHART), "--values", str(VALUES_FILES[name])
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -189,6 +228,11 @@ def test_values_yaml_matches_its_schema() -> None:
         ({"redis.external.url": "http://redis:6379"}, "redis/external/url"),
         ({"sandbox.namespace": "Not_A_Namespace"}, "sandbox/namespace"),
         ({"web.replica": 2}, "replica"),
+        ({"sandbox.networkCheck": "off"}, "sandbox/networkCheck"),
+        ({"sandbox.podStartTimeoutSeconds": 5}, "sandbox/podStartTimeoutSeconds"),
+        ({"sandbox.reapIntervalSeconds": 10}, "sandbox/reapIntervalSeconds"),
+        ({"sglang.router.image.repository": "example.com/router"}, "sglang/router/image"),
+        ({"sglang.image.digest": "sha256:abc"}, "sglang/image/digest"),
     ],
 )
 def test_bad_values_fail_to_render(
@@ -270,53 +314,72 @@ def test_every_container_is_hardened(manifests: list[Manifest]) -> None:
             assert "requests" in container["resources"], where
 
 
-def test_only_the_worker_mounts_a_service_account_token(manifests: list[Manifest]) -> None:
+# The pods that use the Kubernetes API: the worker drives sandbox pods; sglang-router (only
+# with more than one SGLang replica) discovers the SGLang pods.
+TOKEN_HOLDERS = (f"{RELEASE}-frognano-worker", f"{RELEASE}-frognano-sglang-router")
+
+
+def test_only_the_worker_and_the_router_mount_a_service_account_token(
+    manifests: list[Manifest],
+) -> None:
     accounts = {sa["metadata"]["name"]: sa for sa in _by_kind(manifests, "ServiceAccount")}
-    for name, pod in _pod_specs(manifests).items():
+    pods = _pod_specs(manifests)
+    for name, pod in pods.items():
         account = pod["serviceAccountName"]
         assert account in accounts, f"{name} uses {account}, which the chart does not create"
         mounts = pod.get(
             "automountServiceAccountToken",
             accounts[account].get("automountServiceAccountToken", True),
         )
-        assert mounts is name.endswith("-worker"), name
-    worker = _pod_specs(manifests)[f"{RELEASE}-frognano-worker"]
-    assert worker["serviceAccountName"] == f"{RELEASE}-frognano-worker"
+        assert mounts is (name in TOKEN_HOLDERS), name
+        if name in TOKEN_HOLDERS:
+            assert account == name, "each token holder has a ServiceAccount of its own"
+        else:
+            assert account == f"{RELEASE}-frognano-runtime", name
+    assert f"{RELEASE}-frognano-worker" in pods
 
 
-def test_rbac_is_exactly_the_sandbox_role(manifests: list[Manifest]) -> None:
+def test_rbac_is_exactly_the_sandbox_and_router_roles(manifests: list[Manifest]) -> None:
     kinds = {d["kind"] for d in manifests}
     assert "ClusterRole" not in kinds
     assert "ClusterRoleBinding" not in kinds
-    (role,) = _by_kind(manifests, "Role")
-    assert role["metadata"]["namespace"] == "frognano-sandbox"
-    rules = {
-        (group, resource, tuple(sorted(rule["verbs"])))
-        for rule in role["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
+    roles = {d["metadata"]["name"]: d for d in _by_kind(manifests, "Role")}
+    bindings = {d["metadata"]["name"]: d for d in _by_kind(manifests, "RoleBinding")}
+    router = f"{RELEASE}-frognano-sglang-router"
+    has_router = router in _pod_specs(manifests)
+    expected = {
+        # name: (namespace, rules, subject)
+        f"{RELEASE}-frognano-sandbox-driver": (
+            _sandbox_namespace(manifests),
+            {
+                ("", "pods", ("create", "delete", "get", "list", "watch")),
+                ("", "pods/exec", ("create", "get")),
+                ("", "pods/log", ("get",)),
+            },
+            f"{RELEASE}-frognano-worker",
+        ),
     }
-    assert rules == {
-        ("", "pods", ("create", "delete", "get", "list", "watch")),
-        ("", "pods/exec", ("create", "get")),
-        ("", "pods/log", ("get",)),
-    }
-    for rule in role["rules"]:
-        assert set(rule) == {"apiGroups", "resources", "verbs"}  # no resourceNames etc.
-    (binding,) = _by_kind(manifests, "RoleBinding")
-    assert binding["metadata"]["namespace"] == "frognano-sandbox"
-    assert binding["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": "Role",
-        "name": role["metadata"]["name"],
-    }
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": f"{RELEASE}-frognano-worker", "namespace": NAMESPACE}
-    ]
+    if has_router:
+        expected[router] = (NAMESPACE, {("", "pods", ("list", "watch"))}, router)
+    assert set(roles) == set(expected)
+    assert set(bindings) == set(expected)
+    for name, (namespace, rules, subject) in expected.items():
+        role, binding = roles[name], bindings[name]
+        assert role["metadata"]["namespace"] == namespace, name
+        assert _rules(role) == rules, name
+        assert binding["metadata"]["namespace"] == namespace, name
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": name,
+        }
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": subject, "namespace": NAMESPACE}
+        ]
 
 
 def test_sandbox_namespace_is_restricted_and_isolated(manifests: list[Manifest]) -> None:
-    sandbox = "frognano-sandbox"
+    sandbox = _sandbox_namespace(manifests)
     namespaces = _by_kind(manifests, "Namespace")
     if namespaces:
         (ns,) = namespaces
@@ -352,18 +415,16 @@ def test_webhook_secret_only_in_web_and_app_key_only_in_worker(
     pods = _pod_specs(manifests)
     web = pods[f"{RELEASE}-frognano-web"]
     worker = pods[f"{RELEASE}-frognano-worker"]
-    assert _secret_keys_mounted(web) == {"webhook-secret"}
-    assert _secret_keys_mounted(worker) == {"private-key.pem"}
+    web_env, worker_env = _env(web), _env(worker)
+    webhook_file = PurePosixPath(web_env["FROGNANO_WEBHOOK_SECRET_FILE"])
+    key_file = PurePosixPath(worker_env["FROGNANO_GITHUB_PRIVATE_KEY_FILE"])
+    assert webhook_file.parent == PurePosixPath("/var/run/secrets/frognano/webhook")
+    assert key_file.parent == PurePosixPath("/var/run/secrets/frognano/github")
+    assert _secret_keys_mounted(web) == {webhook_file.name}
+    assert _secret_keys_mounted(worker) == {key_file.name}
     for name, pod in pods.items():
         if pod not in (web, worker):
             assert _secret_keys_mounted(pod) == set(), name
-    web_env, worker_env = _env(web), _env(worker)
-    assert web_env["FROGNANO_WEBHOOK_SECRET_FILE"] == (
-        "/var/run/secrets/frognano/webhook/webhook-secret"
-    )
-    assert worker_env["FROGNANO_GITHUB_PRIVATE_KEY_FILE"] == (
-        "/var/run/secrets/frognano/github/private-key.pem"
-    )
     assert not any("PRIVATE_KEY" in k for k in web_env)
     assert not any("WEBHOOK_SECRET" in k for k in worker_env)
     # Secrets are files, never environment values.
@@ -386,8 +447,12 @@ def test_frognano_settings_are_known_and_consistent(manifests: list[Manifest]) -
         assert env["FROGNANO_POLICY_DIR"] == "/etc/frognano/policies"
         assert "FROGNANO_REDIS_URL" in env
     worker_env = _env(pods[f"{RELEASE}-frognano-worker"])
-    assert worker_env["FROGNANO_K8S_NAMESPACE"] == "frognano-sandbox"
+    (sandbox_role,) = [
+        r for r in _by_kind(manifests, "Role") if r["metadata"]["name"].endswith("-sandbox-driver")
+    ]
+    assert worker_env["FROGNANO_K8S_NAMESPACE"] == sandbox_role["metadata"]["namespace"]
     assert worker_env["FROGNANO_SANDBOX"] == "kubernetes"
+    assert set(K8S_SETTINGS) <= set(worker_env)
 
 
 def test_web_and_worker_commands(render: Render) -> None:
@@ -593,3 +658,259 @@ def test_services_select_their_pods(manifests: list[Manifest]) -> None:
         }
         for port in service["spec"]["ports"]:
             assert port["targetPort"] in ports
+
+
+# ------------------------------------------------------------------ sglang-router
+
+
+def _selector_args(args: list[str]) -> dict[str, str]:
+    """The KEY=VALUE words after --selector, up to the next option."""
+    words = args[args.index("--selector") + 1 :]
+    end = next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
+    return dict(word.split("=", 1) for word in words[:end])
+
+
+def test_router_in_front_of_several_sglang_replicas(render: Render) -> None:
+    docs = render(**COMBINATIONS["router"])
+    sglang = _one(docs, "Deployment", "-sglang")
+    assert sglang["spec"]["replicas"] == 3
+    # Replaced one pod at a time, each releasing its GPU before its successor starts.
+    assert sglang["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+    }
+    assert _one(render(), "Deployment", "-sglang")["spec"]["strategy"] == {"type": "Recreate"}
+    router = _one(docs, "Deployment", "-sglang-router")
+    assert router["spec"]["replicas"] == 1
+    (container,) = router["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["python3", "-m", "sglang_router.launch_router"]
+    assert container["image"] == "docker.io/lmsysorg/sglang:v0.5.23"  # the SGLang image
+    args = container["args"]
+    pairs = {
+        "--policy": "cache_aware",
+        "--host": "0.0.0.0",
+        "--port": "30000",
+        "--service-discovery-namespace": NAMESPACE,
+        "--service-discovery-port": "30000",
+        "--prometheus-host": "0.0.0.0",
+        "--prometheus-port": "29000",
+    }
+    for flag, value in pairs.items():
+        assert args[args.index(flag) + 1] == value, flag
+    assert "--service-discovery" in args
+    assert "--worker-urls" not in args
+    # The selector picks exactly the SGLang pods: their selector labels, not the router's own.
+    selector = _selector_args(args)
+    assert selector == sglang["spec"]["selector"]["matchLabels"]
+    for workload in docs:
+        if workload["kind"] in ("Deployment", "StatefulSet"):
+            name = workload["metadata"]["name"]
+            labels = workload["spec"]["template"]["metadata"]["labels"]
+            assert (selector.items() <= labels.items()) is name.endswith("-sglang"), name
+    for probe, path in (("livenessProbe", "/liveness"), ("readinessProbe", "/readiness")):
+        assert container[probe]["httpGet"]["path"] == path
+    # The worker talks to the router's Service, which selects the router pod.
+    service = _one(docs, "Service", "-sglang-router")
+    assert service["spec"]["selector"].items() <= (
+        router["spec"]["template"]["metadata"]["labels"].items()
+    )
+    env = _env(_pod_specs(docs)[f"{RELEASE}-frognano-worker"])
+    assert env["FROGNANO_MODEL_BASE_URL"] == (
+        f"http://{service['metadata']['name']}.{NAMESPACE}.svc:30000/v1"
+    )
+
+
+def test_no_router_for_one_sglang_replica_or_an_external_model(render: Render) -> None:
+    for docs in (render(), render(**COMBINATIONS["external-model"])):
+        assert not [d for d in docs if d["metadata"]["name"].endswith("-sglang-router")]
+    docs = render(**{"sglang.enabled": False, "sglang.replicas": 3, "model.baseUrl": "http://m/v1"})
+    assert not [d for d in docs if "sglang" in d["metadata"]["name"]]
+
+
+def test_router_network_policies(render: Render) -> None:
+    policies = {
+        d["metadata"]["name"].removeprefix(f"{RELEASE}-frognano-"): d
+        for d in _by_kind(render(**COMBINATIONS["router"]), "NetworkPolicy")
+        if d["metadata"]["namespace"] == NAMESPACE
+    }
+    # Only the router reaches SGLang.
+    assert _allowed_from(policies["sglang"]) == {"sglang-router"}
+    # Only the worker reaches the router's API; its metrics port is open like the worker's.
+    router = policies["sglang-router"]
+    assert _selects(router, "sglang-router")
+    assert router["spec"]["policyTypes"] == ["Ingress"]
+    api_rule, metrics_rule = router["spec"]["ingress"]
+    assert api_rule["ports"] == [{"port": "http", "protocol": "TCP"}]
+    assert [p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in
+            api_rule["from"]] == ["worker"]  # fmt: skip
+    assert metrics_rule == {"ports": [{"port": "metrics", "protocol": "TCP"}]}
+    # With one replica the worker reaches SGLang directly.
+    (sglang,) = [
+        d for d in _by_kind(render(), "NetworkPolicy") if d["metadata"]["name"].endswith("-sglang")
+    ]
+    assert _allowed_from(sglang) == {"worker"}
+
+
+def test_router_image_and_options(render: Render) -> None:
+    docs = render(VALUES_FILES["values-all"])
+    (container,) = _one(docs, "Deployment", "-sglang-router")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert container["image"] == ("registry.example.com/lmsysorg/sglang@sha256:" + "4" * 64)
+    args = container["args"]
+    assert args[args.index("--port") + 1] == "8000"
+    assert args[args.index("--service-discovery-port") + 1] == "30001"
+    assert args[-2:] == ["--cache-threshold", "0.5"]
+    env = _env(_pod_specs(docs)[f"{RELEASE}-frognano-worker"])
+    assert env["FROGNANO_MODEL_BASE_URL"] == (
+        f"http://{RELEASE}-frognano-sglang-router.{NAMESPACE}.svc:8000/v1"
+    )
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http": 8000, "metrics": 29001}
+
+
+# ------------------------------------------------------------------ worker settings
+
+K8S_SETTINGS = (
+    "FROGNANO_K8S_NETWORK_CHECK",
+    "FROGNANO_K8S_POD_START_TIMEOUT_SECONDS",
+    "FROGNANO_K8S_REAP_INTERVAL_SECONDS",
+)
+
+
+def test_kubernetes_sandbox_settings(render: Render) -> None:
+    env = _env(_pod_specs(render())[f"{RELEASE}-frognano-worker"])
+    assert [env[name] for name in K8S_SETTINGS] == ["enforce", "600", "300"]
+    env = _env(_pod_specs(render(VALUES_FILES["values-all"]))[f"{RELEASE}-frognano-worker"])
+    assert [env[name] for name in K8S_SETTINGS] == ["warn", "900", "120"]
+    # The values are the settings FrogNano itself accepts.
+    from frognano.settings import Settings
+
+    parsed = Settings(
+        k8s_network_check=env["FROGNANO_K8S_NETWORK_CHECK"],
+        k8s_pod_start_timeout_seconds=env["FROGNANO_K8S_POD_START_TIMEOUT_SECONDS"],
+        k8s_reap_interval_seconds=env["FROGNANO_K8S_REAP_INTERVAL_SECONDS"],
+    )
+    assert (parsed.k8s_pod_start_timeout_seconds, parsed.k8s_reap_interval_seconds) == (900, 120)
+    # Only the Kubernetes backend reads them.
+    env = _env(
+        _pod_specs(render(**{"worker.sandboxBackend": "local"}))[f"{RELEASE}-frognano-worker"]
+    )
+    assert env["FROGNANO_SANDBOX"] == "local"
+    assert not set(K8S_SETTINGS) & set(env)
+
+
+def test_worker_has_a_readiness_probe(render: Render) -> None:
+    (worker,) = _pod_specs(render())[f"{RELEASE}-frognano-worker"]["containers"]
+    assert worker["readinessProbe"]["tcpSocket"]["port"] == "metrics"
+
+
+# ------------------------------------------------------------------ the values files
+
+
+def test_values_files_match_the_schema() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    for path in VALUES_FILES.values():
+        jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+
+
+def test_values_all_sets_every_value(render: Render) -> None:
+    """values-all.yaml names every key of values.yaml (except the exclusive ones it cannot)."""
+
+    def keys(tree: dict[str, Any], prefix: str = "") -> set[str]:
+        found: set[str] = set()
+        for key, value in tree.items():
+            found.add(prefix + key)
+            if isinstance(value, dict) and value and key not in ("resources", "limits"):
+                found |= keys(value, f"{prefix}{key}.")
+        return found
+
+    defaults = keys(yaml.safe_load((CHART / "values.yaml").read_text()))
+    covered = keys(yaml.safe_load(VALUES_FILES["values-all"].read_text()))
+    covered |= keys(yaml.safe_load(VALUES_FILES["values-external"].read_text()))
+    assert defaults - covered == {"redis.external.url"}  # external-redis in COMBINATIONS
+
+
+def test_images_are_pinned_by_digest_in_the_values_files(render: Render) -> None:
+    for path in VALUES_FILES.values():
+        docs = render(path)
+        for name, pod in _pod_specs(docs).items():
+            for container in pod["containers"]:
+                assert "@sha256:" in container["image"], (path.name, name)
+            for volume in pod.get("volumes", []):
+                if "image" in volume:
+                    assert "@sha256:" in volume["image"]["reference"], (path.name, name)
+
+
+def test_values_all_options_reach_the_objects(render: Render) -> None:
+    docs = render(VALUES_FILES["values-all"])
+    pods = _pod_specs(docs)
+    for name, pod in pods.items():
+        assert pod["imagePullSecrets"] == [{"name": "registry-example-com"}], name
+        assert pod.get("nodeSelector"), name
+        assert pod.get("tolerations"), name
+        assert pod.get("affinity"), name
+    web, worker = pods[f"{RELEASE}-frognano-web"], pods[f"{RELEASE}-frognano-worker"]
+    assert _secret_keys_mounted(web) == {"hook-secret"}
+    assert _secret_keys_mounted(worker) == {"app.pem"}
+    assert {v["secret"]["secretName"] for p in (web, worker) for v in p["volumes"]
+            if "secret" in v} == {"frognano-github"}  # fmt: skip
+    assert not _by_kind(docs, "Secret")
+    assert _one(docs, "Ingress", "-web")["spec"]["tls"][0]["secretName"] == "frognano-tls"
+    (claim,) = _one(docs, "StatefulSet", "-redis")["spec"]["volumeClaimTemplates"]
+    assert claim["spec"]["storageClassName"] == "fast-ssd"
+    assert pods[f"{RELEASE}-frognano-redis"]["securityContext"]["runAsUser"] == 10002
+    assert sorted(_one(docs, "ConfigMap", "-policies")["data"]) == [
+        "00-default.yaml",
+        "50-acme.yaml",
+        "60-limits.yaml",
+    ]
+    assert _sandbox_namespace(docs) == "frognano-sandboxes"
+    (namespace,) = _by_kind(docs, "Namespace")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce-version"] == (
+        "v1.33"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(VALUES_FILES))
+def test_policy_files_in_the_values_files_load(render: Render, tmp_path: Path, name: str) -> None:
+    from frognano.policy.loader import load_policies
+
+    data = _one(render(VALUES_FILES[name]), "ConfigMap", "-policies")["data"]
+    for file_name, text in data.items():
+        (tmp_path / file_name).write_text(text)
+    assert len(load_policies(tmp_path).files) == len(data)
+
+
+def test_values_external_options_reach_the_objects(render: Render) -> None:
+    docs = render(VALUES_FILES["values-external"])
+    assert not [d for d in docs if d["metadata"]["name"].endswith(("-redis", "-sglang"))]
+    assert not _by_kind(docs, "Namespace")
+    env = _env(_pod_specs(docs)[f"{RELEASE}-frognano-worker"])
+    assert env["FROGNANO_REDIS_URL"] == {"secretKeyRef": {"name": "frognano-redis", "key": "url"}}
+    assert env["FROGNANO_MODEL_BASE_URL"] == "https://models.example.internal/v1"
+    secret = _one(docs, "Secret", "-github")
+    assert set(secret["data"]) == {"private-key.pem", "webhook-secret"}
+    assert sorted(_one(docs, "ConfigMap", "-policies")["data"]) == ["00-site.yaml"]
+
+
+# ------------------------------------------------------------------ checkov
+
+CHECKOV_CASES: dict[str, tuple[Path, ...]] = {
+    "defaults": (),
+    **{name: (path,) for name, path in VALUES_FILES.items()},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHECKOV_CASES))
+def test_checkov_passes(render: Render, tmp_path: Path, case: str) -> None:
+    """checkov over every rendered object (one file each); only SKIPS["chart"] is skipped."""
+    docs = render(*CHECKOV_CASES[case])
+    paths = []
+    for number, doc in enumerate(docs):
+        path = tmp_path / f"{number:02d}-{doc['kind']}-{doc['metadata']['name']}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        paths.append(path)
+    failures, passed = run_checkov(paths, "kubernetes", skips_for("chart"))
+    assert not failures, "\n".join(map(str, failures))
+    assert passed > 10 * len(docs) // 2  # checkov really looked at the objects

@@ -49,6 +49,29 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 {{- end -}}
 
+{{/* An image reference from a values map with repository, tag and digest (digest wins). */}}
+{{- define "frognano.imageRef" -}}
+{{- if .digest -}}
+{{- printf "%s@%s" .repository .digest -}}
+{{- else -}}
+{{- printf "%s:%s" .repository .tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The sglang-router image: sglang.router.image when its repository is set, else SGLang's. */}}
+{{- define "frognano.routerImage" -}}
+{{- if .Values.sglang.router.image.repository -}}
+{{- include "frognano.imageRef" .Values.sglang.router.image -}}
+{{- else -}}
+{{- include "frognano.imageRef" .Values.sglang.image -}}
+{{- end -}}
+{{- end -}}
+
+{{/* True (non-empty) when sglang-router runs in front of more than one SGLang pod. */}}
+{{- define "frognano.sglangRouter" -}}
+{{- if and .Values.sglang.enabled (gt (int .Values.sglang.replicas) 1) -}}true{{- end -}}
+{{- end -}}
+
 {{/* The Secret holding the App key and webhook secret. */}}
 {{- define "frognano.githubSecretName" -}}
 {{- default (printf "%s-github" (include "frognano.fullname" .)) .Values.github.existingSecret -}}
@@ -62,6 +85,11 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{/* ServiceAccount of the worker (drives sandbox pods). */}}
 {{- define "frognano.workerServiceAccount" -}}
 {{- printf "%s-worker" (include "frognano.fullname" .) -}}
+{{- end -}}
+
+{{/* ServiceAccount of sglang-router (lists and watches the SGLang pods). */}}
+{{- define "frognano.routerServiceAccount" -}}
+{{- printf "%s-sglang-router" (include "frognano.fullname" .) -}}
 {{- end -}}
 
 {{/* True (non-empty) when Redis runs in the cluster. */}}
@@ -84,9 +112,11 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 {{- end -}}
 
-{{/* FROGNANO_MODEL_BASE_URL. */}}
+{{/* FROGNANO_MODEL_BASE_URL: the router when there is one, else the SGLang Service. */}}
 {{- define "frognano.modelBaseUrl" -}}
-{{- if .Values.sglang.enabled -}}
+{{- if include "frognano.sglangRouter" . -}}
+{{- printf "http://%s-sglang-router.%s.svc:%d/v1" (include "frognano.fullname" .) .Release.Namespace (int .Values.sglang.router.port) -}}
+{{- else if .Values.sglang.enabled -}}
 {{- printf "http://%s-sglang.%s.svc:%d/v1" (include "frognano.fullname" .) .Release.Namespace (int .Values.sglang.port) -}}
 {{- else -}}
 {{- required "model.baseUrl is required when sglang.enabled is false" .Values.model.baseUrl -}}
