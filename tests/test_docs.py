@@ -43,7 +43,7 @@ def _commands(*group: str) -> list[str]:
 
 
 def test_every_cli_command_is_in_the_readme() -> None:
-    groups = ("sandbox", "trajectory")
+    groups = ("sandbox", "trajectory", "model")
     assert set(groups) <= set(_commands())
     for command in _commands():
         if command not in groups:

@@ -18,6 +18,7 @@ from rich.table import Table
 from frognano import __version__
 from frognano.agent.trajectory import read_events, render
 from frognano.cli_kube import default_pod, probe_pod_network, reap_command
+from frognano.cli_model import model_app
 from frognano.cli_policy import policy_app
 from frognano.cli_serve import serve_command
 from frognano.cli_worker import worker_command
@@ -53,6 +54,7 @@ sandbox_app.command("reap")(reap_command)
 app.command("serve")(serve_command)
 app.command("worker")(worker_command)
 app.add_typer(policy_app, name="policy")
+app.add_typer(model_app, name="model")
 trajectory_app = typer.Typer(help="Read the trajectories that runs record.", no_args_is_help=True)
 app.add_typer(trajectory_app, name="trajectory")
 

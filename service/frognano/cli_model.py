@@ -1,0 +1,216 @@
+"""`frognano model`: start SGLang the way FrogNano needs it, and check a running model server."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from frognano.sglang_args import SGLangOptions, conflicting_flags, launch_command
+
+__all__ = ["model_app"]
+
+model_app = typer.Typer(
+    help="Serve FrogNano-4B with SGLang, and check that a model server suits FrogNano.",
+    no_args_is_help=True,
+)
+
+DEFAULTS = SGLangOptions(model_path="/models/frognano", served_model_name="frognano")
+"""Where the defaults of `model serve` come from (the chart's defaults, see SGLangOptions)."""
+
+INSTALL_HINT = (
+    "SGLang is not installed in this environment ({python}). On a machine with a GPU, install "
+    "it with `pip install 'frognano[sglang]'` (or SGLang's own instructions), or print the "
+    "command with `frognano model serve --dry-run` and run it where SGLang is installed"
+)
+
+
+@model_app.command("serve")
+def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
+    ctx: typer.Context,
+    extra_args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Further SGLang arguments, after `--` (e.g. -- --language-model-only).",
+            show_default=False,
+        ),
+    ] = None,
+    model_path: Annotated[
+        str,
+        typer.Option(help="Folder with FrogNano-4B's weights (or a Hugging Face repository id)."),
+    ] = DEFAULTS.model_path,
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Address to listen on. SGLang has no authentication: keep it on loopback "
+            "unless a firewall or network policy guards the port."
+        ),
+    ] = DEFAULTS.host,
+    port: Annotated[int, typer.Option(help="TCP port to listen on.", min=1, max=65535)] = (
+        DEFAULTS.port
+    ),
+    gpus: Annotated[
+        int, typer.Option(help="GPUs to split the model over (SGLang's --tp-size).", min=1)
+    ] = DEFAULTS.tp_size,
+    context_length: Annotated[
+        int, typer.Option(help="Context window in tokens.", min=4096)
+    ] = DEFAULTS.context_length,
+    mem_fraction_static: Annotated[
+        float,
+        typer.Option(
+            help="Share of GPU memory for the weights and the KV cache.", min=0.01, max=1.0
+        ),
+    ] = DEFAULTS.mem_fraction_static,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the command line (shell-quoted) and exit.")
+    ] = False,
+) -> None:
+    """Start SGLang serving FrogNano-4B with the flags the Helm chart uses.
+
+    Runs `python -m sglang.launch_server` with this interpreter, in place of this process, with
+    --served-model-name FROGNANO_MODEL_NAME, --reasoning-parser qwen3, --tool-call-parser
+    qwen3_coder, --enable-metrics and --enable-cache-report. Needs a GPU and SGLang (the
+    `sglang` extra of frognano); --dry-run needs neither. Exits 2 for bad usage, otherwise
+    with SGLang's own status.
+    """
+    from frognano.cli import _fail, _settings  # noqa: PLC0415 - cli.py imports us
+
+    settings = _settings(ctx)
+    extra = list(extra_args or [])
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    clashes = conflicting_flags(extra)
+    if clashes:
+        _fail(
+            f"{', '.join(clashes)} after `--` would override what `frognano model serve` sets; "
+            "use its own options (see --help) instead",
+            2,
+        )
+    options = SGLangOptions(
+        model_path=model_path,
+        served_model_name=settings.model_name,
+        host=host,
+        port=port,
+        tp_size=gpus,
+        context_length=context_length,
+        mem_fraction_static=mem_fraction_static,
+        extra_args=tuple(extra),
+    )
+    command = launch_command(sys.executable, options)
+    line = shlex.join(command)
+    if dry_run:
+        # Written as is: a console would wrap it or read markup in a path.
+        sys.stdout.write(line + "\n")
+        return
+    # find_spec looks without importing: SGLang's import pulls in torch and CUDA (seconds).
+    if importlib.util.find_spec("sglang") is None:
+        _fail(escape(INSTALL_HINT.format(python=sys.executable)), 2)
+    if model_path.startswith(("/", "./", "../")) and not Path(model_path).is_dir():
+        _fail(
+            f"no model folder at {model_path}; pass --model-path with the folder holding "
+            "FrogNano-4B's weights (config.json, *.safetensors, tokenizer files)",
+            2,
+        )
+    local = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104 - compared, not bound
+    if ":" in local:
+        local = f"[{local}]"  # an IPv6 address in a URL
+    sys.stderr.write(
+        f"Starting SGLang: {line}\n"
+        f"When it is ready: frognano model check --base-url http://{local}:{port}/v1\n"
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Replace this process rather than wrap it: Ctrl-C and SIGTERM reach SGLang directly, it
+    # shuts down its own scheduler processes, and its exit status is ours.
+    try:
+        os.execv(sys.executable, command)  # noqa: S606 - a fixed argv, no shell involved
+    except OSError as exc:
+        _fail(f"cannot start {sys.executable}: {exc.strerror}", 1)
+
+
+@model_app.command("check")
+def check_command(
+    ctx: typer.Context,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible root, e.g. http://localhost:30000/v1 "
+            "(default: FROGNANO_MODEL_BASE_URL)."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Served model name to check (default: FROGNANO_MODEL_NAME)."),
+    ] = None,
+    max_tokens: Annotated[
+        int, typer.Option(help="Tokens the test completion may generate.", min=16)
+    ] = 512,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each answer.", min=1)] = 120.0,
+) -> None:
+    """Check that a model server is reachable, serves the model and parses its output.
+
+    Asks /v1/models, then sends one small chat completion with FrogNano's tools and thinking
+    on, and reports whether the tool call came back parsed (--tool-call-parser qwen3_coder),
+    the reasoning separated (--reasoning-parser qwen3) and cached prompt tokens reported
+    (--enable-cache-report; a warning only). The API key is FROGNANO_MODEL_API_KEY. Exits 0
+    when every required check passed, 1 otherwise, 2 for bad usage.
+    """
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
+    from frognano.cli import _console, _fail, _run, _settings  # noqa: PLC0415 - cli.py imports us
+
+    # Imported here: the openai client and the agent's modules take a second to import.
+    from frognano.model_check import (  # noqa: PLC0415
+        Status,
+        Target,
+        check_server,
+        required_passed,
+    )
+
+    settings = _settings(ctx)
+    url = (base_url or settings.model_base_url).rstrip("/")
+    scheme, _, rest = url.partition("://")
+    if scheme not in ("http", "https") or not rest:
+        _fail(f"--base-url {url!r} is not an http:// or https:// URL", 2)
+    name = model or settings.model_name
+    if not name.strip():
+        _fail("--model must not be empty", 2)
+    key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+    items = _run(check_server(Target(url, name, key), max_tokens=max_tokens, timeout=timeout))
+
+    shown = {
+        Status.OK: "[green]ok[/]",
+        Status.FAIL: "[bold red]FAIL[/]",
+        Status.WARN: "[yellow]warning[/]",
+        Status.SKIP: "[dim]skipped[/]",
+    }
+    table = Table(title=Text(f"Model server {url}, model {name!r}"))
+    for column in ("check", "result", "detail"):
+        table.add_column(column)
+    for item in items:
+        # Text, not markup: details quote what the server sent, brackets included.
+        table.add_row(item.name, shown[item.status], Text(item.detail))
+    out = _console()
+    out.print(table)
+    err = _console(stderr=True)
+    for item in items:
+        if item.fix is not None and item.status in (Status.FAIL, Status.WARN):
+            label = "error" if item.status is Status.FAIL else "warning"
+            err.print(
+                f"{label}: {item.name}: {item.detail}. Fix: {item.fix}",
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
+                emoji=False,
+            )
+    if not required_passed(items):
+        failed = sum(1 for item in items if item.status is Status.FAIL)
+        _fail(f"the model server is not ready for FrogNano ({failed} check(s) failed)", 1)
+    out.print("The model server is ready for FrogNano.")
