@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+from pydantic import ValidationError
 
 from frognano.errors import ConfigError, SandboxError
 
@@ -76,7 +77,14 @@ class KubeApi:
                 raise _error(exc, doing) from None
             except OSError as exc:  # urllib3 connection errors are OSErrors
                 raise KubeApiError(0, "Unreachable", f"{doing}: {exc}") from None
-            return json.loads(response.data) if response.data else {}
+            except ValidationError as exc:  # the client checks arguments before sending
+                raise KubeApiError(0, "Invalid", f"{doing}: {exc}") from None
+            try:
+                data = response.data
+            finally:
+                # Unread or not, the connection goes back to the pool instead of leaking.
+                response.release_conn()
+            return json.loads(data) if data else {}
 
         return await asyncio.to_thread(call)
 

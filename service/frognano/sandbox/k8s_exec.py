@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +26,7 @@ from kubernetes.stream.ws_client import (
 from frognano.sandbox.output import HeadTail
 
 _FRAME = 1024 * 1024
+_HANDSHAKE = re.compile(r"Handshake status (\d{3})[^-]*")
 # How often a waiting stream wakes up to look at its deadline and the cancel flag.
 _TICK = 0.2
 
@@ -38,7 +42,7 @@ class ExecStream(Protocol):
     def write_stdin(self, data: bytes) -> None: ...
     def update(self, timeout: float = 0) -> None: ...
     def close_channel(self, channel: int) -> None: ...
-    def close(self) -> None: ...
+    def close(self, *, timeout: float) -> None: ...
 
 
 class ExecRefused(Exception):
@@ -130,8 +134,31 @@ def open_stream(
             _preload_content=False,
         )
     except ApiException as exc:
-        raise ExecRefused(exc.status or 0, str(exc.reason or exc.body or exc)) from None
+        # A refused WebSocket handshake comes back as status 0 with the HTTP status, headers
+        # and body joined into `reason`: "Handshake status 404 Not Found -+-+- {...} -+-+- ...".
+        reason = str(exc.reason or exc.body or exc)
+        found = _HANDSHAKE.search(reason)
+        status = int(found.group(1)) if found else int(exc.status or 0)
+        parts = reason.split(" -+-+- ")
+        detail = parts[-1].strip() if len(parts) > 1 else reason
+        message = _status_message(detail) or (found.group(0) if found else reason)
+        raise ExecRefused(status, message) from None
     return cast(ExecStream, ws)
+
+
+def _status_message(text: str) -> str | None:
+    """The `message` of a Kubernetes Status object, if `text` is one."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        try:
+            parsed = ast.literal_eval(text)  # the client may show the body as a bytes repr
+            parsed = json.loads(parsed) if isinstance(parsed, bytes | str) else parsed
+        except (ValueError, SyntaxError):
+            return None
+    if isinstance(parsed, dict) and parsed.get("message"):
+        return str(parsed["message"])
+    return None
 
 
 def run_stream(
@@ -196,7 +223,11 @@ def run_stream(
         if type(exc).__module__.split(".")[0] != "websocket":
             raise
     finally:
-        ws.close()
+        # websocket-client's close() skips a socket whose peer already closed the
+        # connection; shutdown() releases it either way.
+        with contextlib.suppress(Exception):
+            ws.close(timeout=1)
+        ws.sock.shutdown()
     if status:
         try:
             parsed = json.loads(bytes(status))

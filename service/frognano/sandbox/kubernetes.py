@@ -98,6 +98,7 @@ class KubernetesSandbox(SandboxBase):
         self._limits = limits
         self._closed = False
         self.client_grace = CLIENT_GRACE
+        self.kill_timeout = KILL_TIMEOUT
         self._finalizer = weakref.finalize(
             self, _delete_now, api.configuration, self.namespace, self.name
         )
@@ -107,7 +108,7 @@ class KubernetesSandbox(SandboxBase):
         """Create the pod and wait until it runs a first command; raise SandboxError if not."""
         pod_options = options.pod or PodOptions()
         configuration = await asyncio.to_thread(kube_configuration, options.kubeconfig)
-        api = KubeApi(configuration)
+        api = await asyncio.to_thread(KubeApi, configuration)  # the first use imports a lot
         manifest = sandbox_pod(pod_options)
         try:
             pod = await api.create_pod(pod_options.namespace, manifest)
@@ -213,7 +214,7 @@ class KubernetesSandbox(SandboxBase):
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(work, self.client_grace)
             with contextlib.suppress(BaseException):
-                await asyncio.wait_for(asyncio.shield(self._kill(exec_id)), KILL_TIMEOUT)
+                await asyncio.wait_for(asyncio.shield(self._kill(exec_id)), self.kill_timeout)
             raise
         finally:
             if data is not None and not isinstance(data.data, bytes):
@@ -304,7 +305,7 @@ class KubernetesSandbox(SandboxBase):
             except ExecRefused:
                 return
             run_stream(
-                ws, stdin=None, deadline=time.monotonic() + KILL_TIMEOUT, output_limit=4096,
+                ws, stdin=None, deadline=time.monotonic() + self.kill_timeout, output_limit=4096,
                 split=False, cancel=threading.Event(),
             )  # fmt: skip
 
@@ -327,6 +328,11 @@ class KubernetesSandbox(SandboxBase):
 
 def _creation_error(exc: KubeApiError, namespace: str) -> SandboxError:
     text = str(exc)
+    if exc.status == 401:
+        return SandboxUnavailable(
+            f"the API server did not accept FrogNano's credentials ({text}); check "
+            "FROGNANO_K8S_KUBECONFIG, or the worker's ServiceAccount token in a cluster"
+        )
     if exc.status == 403 and "exceeded quota" in text:
         return SandboxUnavailable(
             f"the sandbox namespace {namespace} is at its ResourceQuota; wait for running "

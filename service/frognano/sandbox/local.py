@@ -208,6 +208,8 @@ class LocalSandbox(SandboxBase):
         finally:
             os.close(status_write)
         self._running.add(proc)
+        if self._closed:
+            self._kill(proc)  # close() ran while this command was being launched
         try:
             raw = await self._collect(
                 proc,

@@ -1,0 +1,1 @@
+"""Tests of the Kubernetes sandbox backend, against a fake API server."""
