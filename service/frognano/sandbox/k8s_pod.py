@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from frognano.policy.models import EffectivePolicy
 from frognano.sandbox.paths import HOME, TMP, WORKSPACE
+
+if TYPE_CHECKING:
+    # Only a type here: the sandbox package imports with the standard library alone.
+    from frognano.policy.models import EffectivePolicy
 
 CONTAINER = "sandbox"
 SANDBOX_UID = 10001
