@@ -914,3 +914,10 @@ def test_checkov_passes(render: Render, tmp_path: Path, case: str) -> None:
     failures, passed = run_checkov(paths, "kubernetes", skips_for("chart"))
     assert not failures, "\n".join(map(str, failures))
     assert passed > 10 * len(docs) // 2  # checkov really looked at the objects
+
+
+def test_one_object_per_template() -> None:
+    templates = Path(__file__).resolve().parents[2] / "charts" / "frognano" / "templates"
+    for template in sorted(templates.glob("*.yaml")):
+        kinds = [line for line in template.read_text().splitlines() if line.startswith("kind:")]
+        assert len(kinds) <= 1, f"{template.name} defines {len(kinds)} objects"
