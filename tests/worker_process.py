@@ -34,6 +34,9 @@ async def main() -> None:
         model_base_url=config["model_base_url"],
         policy_dir=config["policy_dir"],
         trajectory_dir=config["trajectory_dir"],
+        sandbox=config.get("sandbox", "local"),
+        k8s_kubeconfig=config.get("kubeconfig"),
+        k8s_namespace=config.get("namespace", "frognano-sandbox"),
     )
     transport = Transport(
         base_url=config["api_url"], seconds_between_requests=0, seconds_between_writes=0

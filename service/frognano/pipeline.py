@@ -51,6 +51,8 @@ class SolveJob:
     exclude: tuple[str, ...] | None = None
     """Relative paths left out of the upload; None: ask git (`.git` and what it ignores).
     A tree that is not a checkout, such as an extracted GitHub tarball, passes ()."""
+    sandbox_labels: dict[str, str] = field(default_factory=dict)
+    """Extra labels for Kubernetes sandbox pods (the worker adds the job's attempt)."""
 
 
 @dataclass
@@ -131,7 +133,7 @@ async def solve(
         repo_dir=repo_dir,
         python_env=job.python_env,
         limits=SandboxLimits(memory_bytes=quantity_bytes(job.policy.sandbox.memory)),
-        pod=pod_options(job.policy, run_id=job.run_id),
+        pod=pod_options(job.policy, run_id=job.run_id, labels=job.sandbox_labels),
     )
     try:
         if model is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from arq.connections import RedisSettings
-from arq.constants import in_progress_key_prefix
+from arq.constants import in_progress_key_prefix, retry_key_prefix
 from arq.worker import Function, Worker, func
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
@@ -36,7 +36,8 @@ from frognano.queue import (
     serialize,
 )
 from frognano.review import review_gate
-from frognano.sandbox.reaper import reap_namespace
+from frognano.sandbox.k8s_pod import ATTEMPT
+from frognano.sandbox.reaper import delete_attempt_pods, reap_namespace
 from frognano.settings import Settings
 
 log = get_logger(__name__)
@@ -148,11 +149,31 @@ async def recover_orphans(deps: WorkerDeps, *, queue_name: str, in_progress_ms: 
         remaining = await redis.pttl(key)
         if remaining > in_progress_ms - grace_ms:
             continue  # started moments ago; its first heartbeat may not be written yet
+        # The dead attempt's sandbox pods go first, while the job is still locked, so the
+        # next attempt's pods cannot be caught by mistake.
+        await _delete_orphan_pods(deps, job_id)
         if await redis.delete(key):
             log.warning("worker.orphan_released", job_id=job_id)
             deps.orphans.inc()
             released.append(job_id)
     return released
+
+
+async def _delete_orphan_pods(deps: WorkerDeps, job_id: str) -> None:
+    settings = deps.settings
+    if settings.sandbox != "kubernetes":
+        return  # a local sandbox died with its worker's process
+    attempt = await deps.queue.redis.get(retry_key_prefix + job_id)
+    if attempt is None:
+        return
+    run_id = job_id.rsplit(":", 1)[-1]  # run:{repo_id}:{number}:{run_id}
+    try:
+        await delete_attempt_pods(
+            settings.k8s_namespace, settings.k8s_kubeconfig, run_id, int(attempt)
+        )
+    except (FrogNanoError, ValueError) as exc:
+        # The reaper deletes them at their expiry; the run itself must not wait for that.
+        log.warning("worker.orphan_pods_left", job_id=job_id, error=str(exc))
 
 
 async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict[str, Any]) -> str:
@@ -191,6 +212,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
                 policy_source=f"{deps.settings.policy_dir}",
                 backend=deps.settings.sandbox,
                 run_id=run_id,
+                sandbox_labels={ATTEMPT: str(ctx.get("job_try", 1))},
             )
             max_steps = policy.agent.max_steps
             await status.set(

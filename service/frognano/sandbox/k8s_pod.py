@@ -23,6 +23,8 @@ EXPIRES = "frognano.dev/expires"
 EXPIRES_AT = "frognano.dev/expires-at"
 """The same moment as an RFC 3339 annotation, for people reading `kubectl describe`."""
 PURPOSE = "frognano.dev/purpose"
+ATTEMPT = "frognano.dev/attempt"
+"""Which try of its job made the pod, so a dead attempt's pods can go without the next's."""
 SELECTOR = f"{MANAGED_BY}=frognano,{COMPONENT}=sandbox"
 """Label selector matching every sandbox pod FrogNano creates, and nothing else."""
 
@@ -56,7 +58,13 @@ class PodOptions:
             raise ValueError("a sandbox pod's lifetime must be positive")
 
 
-def pod_options(policy: EffectivePolicy, *, run_id: str = "", purpose: str = "agent") -> PodOptions:
+def pod_options(
+    policy: EffectivePolicy,
+    *,
+    run_id: str = "",
+    purpose: str = "agent",
+    labels: dict[str, str] | None = None,
+) -> PodOptions:
     """The policy's image and resources, and a lifetime covering every stage of one run: the
     agent's time, the policy's setup and two test runs, with half an hour to spare."""
     lifetime = policy.agent.time_limit_seconds + 2 * policy.verify.timeout_seconds + 1800
@@ -69,6 +77,7 @@ def pod_options(policy: EffectivePolicy, *, run_id: str = "", purpose: str = "ag
         run_id=run_id,
         purpose=purpose,
         lifetime_seconds=int(lifetime),
+        labels=dict(labels or {}),
     )
 
 

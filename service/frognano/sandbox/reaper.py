@@ -10,7 +10,7 @@ from typing import Any
 
 from frognano.log import get_logger
 from frognano.sandbox.k8s_api import KubeApi, KubeApiError, kube_configuration
-from frognano.sandbox.k8s_pod import EXPIRES, SELECTOR
+from frognano.sandbox.k8s_pod import ATTEMPT, EXPIRES, RUN_ID, SELECTOR, label_value
 
 log = get_logger(__name__)
 
@@ -97,5 +97,25 @@ async def reap_namespace(
     api = KubeApi(configuration)
     try:
         return await reap(api, namespace, dry_run=dry_run)
+    finally:
+        api.close()
+
+
+async def delete_attempt_pods(
+    namespace: str, kubeconfig: Path | None, run_id: str, attempt: int
+) -> list[str]:
+    """Delete the sandbox pods of one attempt of a run (its worker died); the names deleted.
+    Pods of the run's next attempt carry another attempt label and are left alone."""
+    configuration = await asyncio.to_thread(kube_configuration, kubeconfig)
+    api = KubeApi(configuration)
+    selector = f"{SELECTOR},{RUN_ID}={label_value(run_id)},{ATTEMPT}={attempt}"
+    try:
+        deleted = []
+        for pod in await api.list_pods(namespace, selector):
+            name = str((pod.get("metadata") or {}).get("name"))
+            if await api.delete_pod(namespace, name):
+                deleted.append(name)
+                log.info("sandbox.orphan_deleted", pod=name, run_id=run_id, attempt=attempt)
+        return deleted
     finally:
         api.close()

@@ -1,0 +1,82 @@
+"""The worker with the Kubernetes backend: a killed worker's sandbox pod is deleted before its
+job runs again, and the re-run publishes once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.agent.scripted_server import ScriptedModelServer, Turn
+from tests.conftest import processes_with
+from tests.kube.fake_kube import FakeKube, running_fake_kube
+from tests.test_worker import FIX, REDIS_URL, REPO, World, fake, until, world
+
+__all__ = ["fake", "world"]  # fixtures shared with tests/test_worker.py
+
+pytestmark = pytest.mark.timeout(300)
+NAMESPACE = "sandboxes"
+
+
+@pytest.fixture
+def kube() -> Iterator[FakeKube]:
+    with running_fake_kube() as server:
+        yield server
+
+
+def attempts(kube: FakeKube) -> list[tuple[str, str]]:
+    labels = [pod["metadata"]["labels"] for pod in kube.created]
+    return [(label["frognano.dev/attempt"], label["frognano.dev/purpose"]) for label in labels]
+
+
+async def test_a_killed_workers_pod_goes_before_its_job_runs_again(
+    world: World, kube: FakeKube, tmp_path: Path
+) -> None:
+    kubeconfig = kube.kubeconfig(tmp_path / "kubeconfig")
+    marker = "sleep 73.4567"
+    slow = [Turn(calls=[("Bash", {"command": marker, "timeout": 600000})])]
+    settings = world.deps.settings.model_copy(
+        update={"sandbox": "kubernetes", "k8s_kubeconfig": kubeconfig, "k8s_namespace": NAMESPACE}
+    )
+    world.deps.settings = settings
+    with ScriptedModelServer(slow) as first:
+        config = {
+            "redis_url": REDIS_URL, "app_id": world.fake.app_id,
+            "private_key": world.fake.app_private_key.decode(), "api_url": world.fake.base_url,
+            "model_base_url": first.base_url, "policy_dir": str(settings.policy_dir),
+            "trajectory_dir": str(tmp_path / "killed"), "prefix": world.deps.queue.key_prefix,
+            "queue_name": world.queue_name, "heartbeat_seconds": 0.2, "heartbeat_ttl": 1.0,
+            "sandbox": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": NAMESPACE,
+        }  # fmt: skip
+        env = {**os.environ, "FNTEST_WORKER": json.dumps(config)}
+        assert await world.submit(world.request()) == "queued"
+        proc = subprocess.Popen([sys.executable, "-m", "tests.worker_process"], env=env)  # noqa: ASYNC220
+        try:
+            assert await until(lambda: bool(processes_with(marker)), within=90)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+    # Killing the worker stops neither the pod nor its command: that is Kubernetes.
+    (orphan,) = [name for (namespace, name) in kube.pods if namespace == NAMESPACE]
+    assert processes_with(marker)
+    assert attempts(kube) == [("1", "agent")]
+    world.deps.heartbeat_seconds, world.deps.heartbeat_ttl = 0.2, 1.0
+    await asyncio.sleep(1.5)  # the dead worker's last heartbeat expires
+    with ScriptedModelServer(FIX) as second:
+        world.deps.settings = settings.model_copy(update={"model_base_url": second.base_url})
+        await world.work()  # its start-up sweep deletes the orphan's pod, then re-runs the job
+    assert (NAMESPACE, orphan) not in kube.pods
+    assert await until(lambda: not processes_with(marker), within=15)
+    # The re-run is attempt 2, with a pod of its own for the agent and one for verification.
+    assert attempts(kube) == [("1", "agent"), ("2", "agent"), ("2", "verify")]
+    assert not [key for key in kube.pods if key[0] == NAMESPACE]
+    repo = world.fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    (comment,) = repo.comments(7)
+    assert "/pull/" in comment["body"]
