@@ -16,7 +16,8 @@ import pytest
 from tests.agent.scripted_server import ScriptedModelServer, Turn
 from tests.conftest import processes_with
 from tests.kube.fake_kube import FakeKube, running_fake_kube
-from tests.test_worker import FIX, REDIS_URL, REPO, World, fake, until, world
+from tests.test_worker import FIX, REPO, World, fake, until, world
+from tests.web.conftest import REDIS_URL
 
 __all__ = ["fake", "world"]  # fixtures shared with tests/test_worker.py
 
