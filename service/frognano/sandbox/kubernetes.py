@@ -35,7 +35,8 @@ log = get_logger(__name__)
 # stopped answering, and then kills the command's process group itself.
 CLIENT_GRACE = 15.0
 KILL_TIMEOUT = 15.0
-_POLL = 1.0
+_POLL_FIRST = 0.2
+_POLL_MAX = 2.0
 _SPOOL_IN_MEMORY = 64 * 1024 * 1024
 _PIDS = "/tmp/.frognano-exec"  # noqa: S108 - inside the pod
 
@@ -135,6 +136,8 @@ class KubernetesSandbox(SandboxBase):
     async def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         waiting = "Pending"
+        # Quick at first (a pulled image starts in about a second), then every 2 s.
+        poll = _POLL_FIRST
         while True:
             try:
                 pod = await self._api.read_pod(self.namespace, self.name)
@@ -158,7 +161,8 @@ class KubernetesSandbox(SandboxBase):
                     "check the namespace's quota and events (kubectl -n "
                     f"{self.namespace} describe pod {self.name})"
                 )
-            await asyncio.sleep(_POLL)
+            await asyncio.sleep(poll)
+            poll = min(poll * 2, _POLL_MAX)
 
     async def _why_gone(self) -> str | None:
         """Why the pod can no longer run commands, or None while it still can."""
