@@ -6,7 +6,9 @@
     │                          symlink out of an uploaded tree); also a ValueError
     ├── SetupError             a policy setup command failed; nothing after it would mean anything
     ├── SandboxError           the sandbox itself failed, not a command inside it
-    │   ├── SandboxUnavailable no isolation mechanism works on this host
+    │   ├── SandboxUnavailable no isolation mechanism works on this host, or the cluster
+    │   │   │                  will not run a sandbox pod (namespace, RBAC, credentials)
+    │   │   └── SandboxBusy    the sandbox namespace's quota is full for now; retry later
     │   ├── SandboxStartError  the sandbox could not be created or a command could not start in it
     │   └── SandboxClosed      an operation on a sandbox that was already closed
     ├── ModelError             the model server failed in a way retrying did not fix
@@ -47,6 +49,10 @@ class SandboxError(FrogNanoError):
 
 class SandboxUnavailable(SandboxError):
     """No isolation mechanism works on this host; the message says what to install or change."""
+
+
+class SandboxBusy(SandboxUnavailable):
+    """No room for another sandbox now (a full ResourceQuota); the same run can wait and retry."""
 
 
 class SandboxStartError(SandboxError):

@@ -598,7 +598,14 @@ def _run(run_id: str | None) -> str:
     return f"\n\n<sub>Run {_code(run_id)}</sub>" if run_id else ""
 
 
-def _queued(*, run_id: str | None = None) -> str:
+def _queued(*, run_id: str | None = None, retry_in: float | None = None) -> str:
+    if retry_in is not None:
+        minutes = max(1, round(retry_in / 60))
+        return (
+            "**FrogNano: waiting for a sandbox.** Every sandbox the cluster allows is in use; "
+            f"this run starts again in about {minutes} minute{'s' if minutes != 1 else ''}. "
+            "Nothing needs doing; this comment is updated as it goes." + _run(run_id)
+        )
     return (
         "**FrogNano: queued.** A sandboxed run will start on this issue shortly; this comment "
         "is updated as it goes." + _run(run_id)
@@ -705,7 +712,7 @@ def status_comment(stage: Stage, *, marker: str, **facts: Any) -> str:
     (`status_marker(N)`). Facts per stage (keyword arguments; a missing or unknown one
     raises TypeError):
 
-    - `queued`: run_id?
+    - `queued`: run_id?, retry_in? (seconds until a run that found no sandbox tries again)
     - `already_running` (a second trigger while a run is on): run_id?, label?
     - `working`: step, max_steps, tool?, run_id?
     - `testing`: run_id?

@@ -10,15 +10,15 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from arq.connections import RedisSettings
 from arq.constants import in_progress_key_prefix, retry_key_prefix
-from arq.worker import Function, Worker, func
+from arq.worker import Function, Retry, Worker, func
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
 from frognano.agent.loop import Progress
-from frognano.errors import FrogNanoError
+from frognano.errors import FrogNanoError, SandboxBusy
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange
@@ -47,6 +47,7 @@ CANCEL_POLL_SECONDS = 2.0
 PROGRESS_EVERY_SECONDS = 30.0
 """The status comment shows the step count at most this often (GitHub counts each edit)."""
 JOB_TIMEOUT_SECONDS = 6 * 3600
+RUN_MAX_TRIES = 3
 
 
 @dataclass
@@ -63,6 +64,9 @@ class WorkerDeps:
     """A run job with no heartbeat for this long belonged to a worker that died."""
     registry: CollectorRegistry | None = None
     """Where the worker's metrics go; None: prometheus-client's global registry."""
+    busy_retry_seconds: float = 120.0
+    """How long a run that found the sandbox quota full waits, times its attempt number,
+    before it tries again (at most RUN_MAX_TRIES attempts in all)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.heartbeat_seconds * 3 <= self.heartbeat_ttl:
@@ -71,7 +75,7 @@ class WorkerDeps:
         self.runs = Counter(
             "frognano_worker_runs",
             "Run jobs by how they ended (published, no_pull_request, unauthorised, cancelled, "
-            "disabled, error).",
+            "disabled, waiting for a sandbox, error).",
             ["result"],
             registry=registry,
         )
@@ -105,6 +109,9 @@ async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]
         except asyncio.CancelledError:
             result = "cancelled"
             raise
+        except Retry:
+            result = "waiting"  # the same run, deferred: it keeps the issue's single flight
+            raise
         else:
             return result
         finally:
@@ -113,9 +120,10 @@ async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]
             with contextlib.suppress(asyncio.CancelledError):
                 await beating
             await deps.queue.redis.delete(alive)
-            waiting = await deps.queue.finish_run(repo_id, number, run_id)
-            if waiting:
-                log.info("run.waiting_triggers_dropped", count=len(waiting))
+            if result != "waiting":
+                waiting = await deps.queue.finish_run(repo_id, number, run_id)
+                if waiting:
+                    log.info("run.waiting_triggers_dropped", count=len(waiting))
 
 
 def _alive_key(queue: IntakeQueue, job_id: str) -> str:
@@ -265,6 +273,8 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
     except RunCancelled as exc:
         await status.set(status_comment("cancelled", marker=marker, run_id=run_id, reason=str(exc)))
         return "cancelled"
+    except SandboxBusy as exc:
+        await _wait_for_sandbox(deps, int(ctx.get("job_try", 1)), status, run_id, exc)
     except asyncio.CancelledError:
         # arq aborted the job (a cancel that arrived while it was queued or running).
         with contextlib.suppress(Exception):
@@ -276,6 +286,22 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
             await status.set(status_comment("error", marker=marker, run_id=run_id))
         raise
     return "published"
+
+
+async def _wait_for_sandbox(
+    deps: WorkerDeps, attempt: int, status: _Status, run_id: str, busy: SandboxBusy
+) -> NoReturn:
+    """Defer the run while the sandbox quota is full, saying so on the issue; give up with
+    the usual error comment after the last attempt."""
+    if attempt >= RUN_MAX_TRIES:
+        log.exception("run.no_sandbox", attempts=attempt)
+        with contextlib.suppress(Exception):
+            await status.set(status_comment("error", marker=status.marker, run_id=run_id))
+        raise busy
+    delay = deps.busy_retry_seconds * attempt
+    log.warning("run.sandbox_busy", error=str(busy), retry_in=delay, attempt=attempt)
+    await status.set(status_comment("queued", marker=status.marker, run_id=run_id, retry_in=delay))
+    raise Retry(defer=delay) from busy
 
 
 async def _say_cancelled(queue: IntakeQueue, status: _Status, marker: str, run_id: str) -> None:
@@ -383,7 +409,7 @@ async def drop_tokens(ctx: dict[str, Any], *, request: dict[str, Any]) -> int:
 
 def functions() -> list[Function]:
     return [
-        func(run_issue, name=RUN_JOB, timeout=JOB_TIMEOUT_SECONDS, max_tries=3),
+        func(run_issue, name=RUN_JOB, timeout=JOB_TIMEOUT_SECONDS, max_tries=RUN_MAX_TRIES),
         func(review_gate, name=REVIEW_JOB, timeout=300, max_tries=5),
         func(drop_tokens, name=DROP_TOKENS_JOB, timeout=60, max_tries=3),
     ]

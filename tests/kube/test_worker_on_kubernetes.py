@@ -81,3 +81,45 @@ async def test_a_killed_workers_pod_goes_before_its_job_runs_again(
     assert len(repo.pulls) == 1
     (comment,) = repo.comments(7)
     assert "/pull/" in comment["body"]
+
+
+async def test_a_full_quota_defers_the_run_and_says_so_on_the_issue(
+    world: World, kube: FakeKube, tmp_path: Path
+) -> None:
+    world.deps.settings = world.deps.settings.model_copy(
+        update={
+            "sandbox": "kubernetes",
+            "k8s_kubeconfig": kube.kubeconfig(tmp_path / "kubeconfig"),
+            "k8s_namespace": NAMESPACE,
+        }
+    )
+    world.deps.busy_retry_seconds = 0.5
+    kube.create_error = (
+        403,
+        "Forbidden",
+        'pods "frognano-sandbox-x" is forbidden: exceeded quota: sandbox-quota, requested: '
+        "pods=1, used: pods=20, limited: pods=20",
+    )
+    repo = world.fake.repo(REPO)
+
+    def says(text: str) -> bool:
+        return any(text in comment["body"] for comment in repo.comments(7))
+
+    with ScriptedModelServer(FIX) as server:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": server.base_url}
+        )
+        assert await world.submit(world.request()) == "queued"
+        working = asyncio.create_task(world.work())
+        try:
+            assert await until(lambda: says("waiting for a sandbox"), within=60)
+            # A second label while the run waits does not start another run.
+            assert await world.submit(world.request()) == "already_running"
+            kube.create_error = None  # running sandboxes finished: there is room again
+            await asyncio.wait_for(working, 120)
+        finally:
+            working.cancel()
+    assert len(repo.pulls) == 1
+    (comment,) = repo.comments(7)
+    assert "/pull/" in comment["body"]
+    assert attempts(kube) == [("2", "agent"), ("2", "verify")]

@@ -15,7 +15,13 @@ from typing import ClassVar
 
 from kubernetes import client
 
-from frognano.errors import SandboxClosed, SandboxError, SandboxStartError, SandboxUnavailable
+from frognano.errors import (
+    SandboxBusy,
+    SandboxClosed,
+    SandboxError,
+    SandboxStartError,
+    SandboxUnavailable,
+)
 from frognano.log import get_logger
 from frognano.sandbox.base import RawResult, SandboxBase, SandboxLimits, SandboxOptions
 from frognano.sandbox.k8s_api import KubeApi, KubeApiError, kube_configuration
@@ -338,7 +344,7 @@ def _creation_error(exc: KubeApiError, namespace: str) -> SandboxError:
             "FROGNANO_K8S_KUBECONFIG, or the worker's ServiceAccount token in a cluster"
         )
     if exc.status == 403 and "exceeded quota" in text:
-        return SandboxUnavailable(
+        return SandboxBusy(
             f"the sandbox namespace {namespace} is at its ResourceQuota; wait for running "
             f"sandboxes to finish or raise the quota ({text})"
         )
