@@ -12,10 +12,8 @@ from rich.table import Table
 from frognano.errors import FrogNanoError
 from frognano.policy.loader import load_policies
 from frognano.sandbox import SandboxOptions
-from frognano.sandbox.k8s_netcheck import check_pod_network
 from frognano.sandbox.k8s_pod import PodOptions, pod_options
 from frognano.sandbox.netcheck import ProbeResult
-from frognano.sandbox.reaper import reap_namespace
 from frognano.settings import Settings
 
 # Policies apply per repository; a repository name no admin would write gets the defaults.
@@ -28,6 +26,10 @@ def default_pod(settings: Settings) -> PodOptions:
 
 
 async def probe_pod_network(settings: Settings) -> list[ProbeResult]:
+    # Imported here: the kubernetes client takes a third of a second to import, which every
+    # other command would pay.
+    from frognano.sandbox.k8s_netcheck import check_pod_network  # noqa: PLC0415
+
     options = SandboxOptions.from_settings(settings, pod=default_pod(settings))
     return await check_pod_network(options)
 
@@ -43,6 +45,8 @@ def reap_command(
     Looks only at pods FrogNano labelled in FROGNANO_K8S_NAMESPACE; a worker runs the same
     sweep every FROGNANO_K8S_REAP_INTERVAL_SECONDS. Exits 1 if a deletion failed.
     """
+    from frognano.sandbox.reaper import reap_namespace  # noqa: PLC0415 - see above
+
     settings = ctx.find_root().obj
     if not isinstance(settings, Settings):
         raise typer.Exit(2)
