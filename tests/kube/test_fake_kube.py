@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import pytest
 import urllib3
@@ -21,6 +21,7 @@ from websocket import WebSocketConnectionClosedException, WebSocketException
 
 from frognano.errors import SandboxUnavailable
 from frognano.sandbox.isolation import choose_mechanism
+from frognano.sandbox.k8s_exec import ExecStream
 from tests.kube.fake_kube import FRAME, V4, V5, FakeKube, running_fake_kube
 
 pytestmark = pytest.mark.timeout(120)
@@ -30,19 +31,7 @@ WAIT = 30.0
 SUCCESS = {"metadata": {}, "status": "Success"}
 
 
-class Stream(Protocol):
-    """What these tests use of the client's (untyped) WSClient."""
-
-    subprotocol: str | None
-    sock: Any
-    """websocket-client's WebSocket."""
-
-    def read_channel(self, channel: int, timeout: float = 0) -> bytes: ...
-    def is_open(self) -> bool: ...
-    def write_stdin(self, data: bytes) -> None: ...
-    def update(self, timeout: float = 0) -> None: ...
-    def close_channel(self, channel: int) -> None: ...
-    def close(self) -> None: ...
+Stream = ExecStream  # what these tests use of the client's (untyped) WSClient
 
 
 @dataclass

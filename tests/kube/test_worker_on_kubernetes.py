@@ -4,8 +4,6 @@ job runs again, and the re-run publishes once."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,8 +14,7 @@ import pytest
 from tests.agent.scripted_server import ScriptedModelServer, Turn
 from tests.conftest import processes_with
 from tests.kube.fake_kube import FakeKube, running_fake_kube
-from tests.test_worker import FIX, REPO, World, fake, until, world
-from tests.web.conftest import REDIS_URL
+from tests.test_worker import FIX, REPO, World, fake, until, worker_process_env, world
 
 __all__ = ["fake", "world"]  # fixtures shared with tests/test_worker.py
 
@@ -47,15 +44,10 @@ async def test_a_killed_workers_pod_goes_before_its_job_runs_again(
     )
     world.deps.settings = settings
     with ScriptedModelServer(slow) as first:
-        config = {
-            "redis_url": REDIS_URL, "app_id": world.fake.app_id,
-            "private_key": world.fake.app_private_key.decode(), "api_url": world.fake.base_url,
-            "model_base_url": first.base_url, "policy_dir": str(settings.policy_dir),
-            "trajectory_dir": str(tmp_path / "killed"), "prefix": world.deps.queue.key_prefix,
-            "queue_name": world.queue_name, "heartbeat_seconds": 0.2, "heartbeat_ttl": 1.0,
-            "sandbox": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": NAMESPACE,
-        }  # fmt: skip
-        env = {**os.environ, "FNTEST_WORKER": json.dumps(config)}
+        env = worker_process_env(
+            world, first.base_url, tmp_path / "killed",
+            sandbox="kubernetes", kubeconfig=str(kubeconfig), namespace=NAMESPACE,
+        )  # fmt: skip
         assert await world.submit(world.request()) == "queued"
         proc = subprocess.Popen([sys.executable, "-m", "tests.worker_process"], env=env)  # noqa: ASYNC220
         try:
