@@ -43,7 +43,8 @@ SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|PRIVATE_KEY|API_KEY|CREDENTIAL"
 WEBHOOK_SECRET = "image-test"
 SETTING_NAMES = {f"FROGNANO_{name.upper()}" for name in Settings.model_fields}
 # What FrogNano itself runs inside every sandbox (docs/sandbox-image.md has the table).
-SANDBOX_PACKAGES = {"bash", "coreutils", "tar", "findutils", "sed", "grep", "libc-bin", "git"}
+SANDBOX_PACKAGES = {"bash", "coreutils", "util-linux", "tar", "findutils", "sed", "grep",
+                    "libc-bin", "git"}  # fmt: skip
 
 
 @dataclass

@@ -156,6 +156,19 @@ async def test_the_in_pod_timeout_kills_the_command_group(box: KubernetesSandbox
     assert (await box.exec("test -e /tmp/survivor")).exit_code == 1
 
 
+async def test_background_jobs_end_with_their_bash_call(box: KubernetesSandbox) -> None:
+    # As in a local sandbox: `server &` neither outlives the call nor holds the stream open
+    # until the timeout.
+    result = await box.exec("(sleep 2; touch /tmp/late) & echo started", timeout=60)
+    assert result.ok
+    assert not result.timed_out
+    assert result.output == "started\n"
+    await asyncio.sleep(2.5)
+    assert (await box.exec("test -e /tmp/late")).exit_code == 1
+    # A command's own exit status still comes through the supervisor.
+    assert (await box.exec("sleep 0.1 & exit 7")).exit_code == 7
+
+
 async def test_v4_servers_still_get_input_through_its_length(
     fake: FakeKube, box: KubernetesSandbox, tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import shlex
 import tempfile
 import threading
 import time
@@ -46,22 +47,35 @@ _POLL_MAX = 2.0
 _SPOOL_IN_MEMORY = 64 * 1024 * 1024
 _PIDS = "/tmp/.frognano-exec"  # noqa: S108 - inside the pod
 
-# Runs every command: records its process group (the `timeout` process, after exec) so a
-# later exec can kill it, then runs it under GNU timeout, which kills the whole group.
-# Input comes through `head -c SIZE`, so it ends at its length even on the v4 protocol,
-# where the client cannot send an end-of-file.
+# Runs every command. Input comes through `head -c SIZE`, so it ends at its length even on
+# the v4 protocol, where the client cannot send an end-of-file. GNU timeout bounds the whole
+# run; SUPERVISE runs the command in a process group of its own, records that group so a
+# later exec can kill it, and when the command ends (or timeout's TERM arrives) kills what
+# it left in the background: as in a local sandbox, `server &` does not outlive its Bash
+# call, and does not hold the exec stream open until the timeout.
 WRAPPER = r"""
 id=$1 cwd=$2 limit=$3 size=$4 nofile=$5 fsize=$6 cmd=$7
 shift 7
 umask 022
 ulimit -S -H -n "$nofile" -f "$fsize" || exit 125
-{ mkdir -p "$PIDS" && printf '%s' "$$" > "$PIDS/$id"; } 2>/dev/null
 cd -- "$cwd" || exit 126
-if [ "$size" -ge 0 ]; then
-  exec timeout -k 5 "$limit" /bin/bash -c -- "$cmd" bash "$@" < <(exec head -c "$size")
-fi
-exec timeout -k 5 "$limit" /bin/bash -c -- "$cmd" bash "$@" < /dev/null
+if [ "$size" -ge 0 ]; then exec < <(exec head -c "$size"); else exec < /dev/null; fi
+exec timeout -k 5 "$limit" /bin/bash --noprofile --norc -c "$SUPERVISE" frognano-run \
+  "$id" "$cmd" "$@"
+"""
+SUPERVISE = r"""
+id=$1 cmd=$2
+shift 2
+setsid /bin/bash -c -- "$cmd" bash "$@" <&0 &
+pid=$!
+{ mkdir -p "$PIDS" && printf '%s' "$pid" > "$PIDS/$id"; } 2>/dev/null
+trap 'kill -KILL -- "-$pid" 2>/dev/null; exit 143' TERM
+wait "$pid"
+rc=$?
+kill -KILL -- "-$pid" 2>/dev/null
+exit "$rc"
 """.replace("$PIDS", _PIDS)
+WRAPPER = WRAPPER.replace('"$SUPERVISE"', shlex.quote(SUPERVISE))
 KILL = f"""p=$(cat "{_PIDS}/$1" 2>/dev/null) && kill -KILL -- "-$p" 2>/dev/null; exit 0"""
 _BASH = ["/bin/bash", "--noprofile", "--norc", "-c"]
 
@@ -135,7 +149,7 @@ class KubernetesSandbox(SandboxBase):
             raise SandboxStartError(
                 f"the sandbox pod {sandbox.name} could not run a first command "
                 f"(exit {probe.exit_code}): {probe.output.strip()[:500]}; check that the image "
-                f"{pod_options.image} has bash, GNU coreutils (timeout, head) and tar"
+                f"{pod_options.image} has bash, GNU coreutils (timeout, head), setsid and tar"
             )
         return sandbox
 
