@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import STRICT
+
 # Set by .ci/run: checkov needs an older `packaging` than pytest, so it has its own venv.
 ENV_VAR = "FNTEST_CHECKOV"
-STRICT = os.environ.get("FNTEST_REQUIRE_ALL_MECHANISMS") == "1"
 
 # The only checks we do not pass, per object kind we produce, with the reason. Nothing else
 # is skipped; a new failure fails the tests until it is fixed or argued for here.

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from frognano.errors import FrogNanoError
 from frognano.policy.loader import load_policies
 from frognano.sandbox import SandboxOptions
 from frognano.sandbox.k8s_pod import PodOptions, pod_options
@@ -43,21 +41,16 @@ def reap_command(
     """Delete sandbox pods that expired, finished, failed or were evicted (Kubernetes).
 
     Looks only at pods FrogNano labelled in FROGNANO_K8S_NAMESPACE; a worker runs the same
-    sweep every FROGNANO_K8S_REAP_INTERVAL_SECONDS. Exits 1 if a deletion failed.
+    sweep every FROGNANO_K8S_REAP_INTERVAL_SECONDS. Exits 1 if a deletion or the API server
+    failed, 2 when the settings reach no cluster.
     """
+    from frognano.cli import _console, _run, _settings  # noqa: PLC0415 - cli.py imports us
     from frognano.sandbox.reaper import reap_namespace  # noqa: PLC0415 - see above
 
-    settings = ctx.find_root().obj
-    if not isinstance(settings, Settings):
-        raise typer.Exit(2)
-    console = Console()
-    try:
-        reaped = asyncio.run(
-            reap_namespace(settings.k8s_namespace, settings.k8s_kubeconfig, dry_run=dry_run)
-        )
-    except FrogNanoError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+    settings = _settings(ctx)
+    console = _console()
+    # _run turns errors into messages: 2 for settings that reach no cluster, 1 otherwise.
+    reaped = _run(reap_namespace(settings.k8s_namespace, settings.k8s_kubeconfig, dry_run=dry_run))
     if not reaped:
         console.print(f"No sandbox pod to reap in {settings.k8s_namespace}.")
         return
@@ -67,11 +60,11 @@ def reap_command(
     for item in reaped:
         result = (
             "would delete" if dry_run
-            else f"[red]failed: {item.error}[/]" if item.error
+            else f"[red]failed: {escape(item.error)}[/]" if item.error
             else "deleted" if item.deleted
             else "already gone"
         )  # fmt: skip
-        table.add_row(item.name, item.phase, item.reason, result)
+        table.add_row(escape(item.name), item.phase, escape(item.reason), result)
     console.print(table)
     if any(item.error for item in reaped):
         raise typer.Exit(1)

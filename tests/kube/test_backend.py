@@ -158,7 +158,8 @@ async def test_the_in_pod_timeout_kills_the_command_group(box: KubernetesSandbox
 
 async def test_background_jobs_end_with_their_bash_call(box: KubernetesSandbox) -> None:
     # As in a local sandbox: `server &` neither outlives the call nor holds the stream open
-    # until the timeout.
+    # until the timeout. (The fake's pods end their pid namespace with each command, which
+    # would do this too; test_wrapper.py shows the in-pod wrapper does it by itself.)
     result = await box.exec("(sleep 2; touch /tmp/late) & echo started", timeout=60)
     assert result.ok
     assert not result.timed_out

@@ -74,7 +74,7 @@ def test_reap_lists_then_deletes(fake: FakeKube, tmp_path: Path) -> None:
     assert f"No sandbox pod to reap in {NAMESPACE}" in again.stdout
 
 
-def test_reap_without_a_cluster_exits_1_with_what_to_set(tmp_path: Path) -> None:
+def test_reap_without_a_cluster_exits_2_with_what_to_set(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
     env["FROGNANO_K8S_KUBECONFIG"] = str(tmp_path / "missing")
     done = subprocess.run(
@@ -85,7 +85,7 @@ def test_reap_without_a_cluster_exits_1_with_what_to_set(tmp_path: Path) -> None
         timeout=60,
         check=False,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "FROGNANO_K8S_KUBECONFIG" in done.stderr
 
 

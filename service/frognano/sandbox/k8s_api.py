@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +131,19 @@ class KubeApi:
 
     def close(self) -> None:
         self._api.api_client.close()
+
+
+async def connect(kubeconfig: Path | None) -> KubeApi:
+    """A KubeApi for `kubeconfig` (see kube_configuration), built off the event loop: loading
+    the configuration reads files and the first client import takes a third of a second."""
+    return await asyncio.to_thread(lambda: KubeApi(kube_configuration(kubeconfig)))
+
+
+@contextlib.asynccontextmanager
+async def kube_api(kubeconfig: Path | None) -> AsyncIterator[KubeApi]:
+    """`connect`, closed when the block ends."""
+    api = await connect(kubeconfig)
+    try:
+        yield api
+    finally:
+        api.close()

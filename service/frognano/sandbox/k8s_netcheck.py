@@ -6,7 +6,6 @@ import dataclasses
 from pathlib import Path
 
 from frognano.sandbox.base import SandboxOptions
-from frognano.sandbox.k8s_api import kube_configuration
 from frognano.sandbox.k8s_pod import PodOptions
 from frognano.sandbox.kubernetes import KubernetesSandbox
 from frognano.sandbox.netcheck import ProbeResult, check_network, cluster_probes
@@ -29,7 +28,6 @@ async def check_pod_network(
     the cloud metadata address from it; each result says whether it was blocked."""
     pod = dataclasses.replace(options.pod or PodOptions(), purpose="network-check", run_id="")
     options = dataclasses.replace(options, pod=pod)
-    configuration = kube_configuration(options.kubeconfig)
-    probes = cluster_probes(str(configuration.host), _resolv_conf(resolv_conf))
     async with await KubernetesSandbox.create(options) as box:
+        probes = cluster_probes(box.api_server, _resolv_conf(resolv_conf))
         return await check_network(box, probes, only_loopback=False)

@@ -25,7 +25,7 @@ from frognano.errors import (
 )
 from frognano.log import get_logger
 from frognano.sandbox.base import RawResult, SandboxBase, SandboxLimits, SandboxOptions
-from frognano.sandbox.k8s_api import KubeApi, KubeApiError, kube_configuration
+from frognano.sandbox.k8s_api import KubeApi, KubeApiError, connect
 from frognano.sandbox.k8s_exec import (
     ExecOutcome,
     ExecRefused,
@@ -128,8 +128,7 @@ class KubernetesSandbox(SandboxBase):
     async def create(cls, options: SandboxOptions) -> KubernetesSandbox:
         """Create the pod and wait until it runs a first command; raise SandboxError if not."""
         pod_options = options.pod or PodOptions()
-        configuration = await asyncio.to_thread(kube_configuration, options.kubeconfig)
-        api = await asyncio.to_thread(KubeApi, configuration)  # the first use imports a lot
+        api = await connect(options.kubeconfig)
         manifest = sandbox_pod(pod_options)
         try:
             pod = await api.create_pod(pod_options.namespace, manifest)
@@ -152,6 +151,11 @@ class KubernetesSandbox(SandboxBase):
                 f"{pod_options.image} has bash, GNU coreutils (timeout, head), setsid and tar"
             )
         return sandbox
+
+    @property
+    def api_server(self) -> str:
+        """The URL of the API server this sandbox is driven through."""
+        return str(self._api.configuration.host)
 
     async def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

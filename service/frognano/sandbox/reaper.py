@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from frognano.log import get_logger
-from frognano.sandbox.k8s_api import KubeApi, KubeApiError, kube_configuration
+from frognano.sandbox.k8s_api import KubeApi, KubeApiError, kube_api
 from frognano.sandbox.k8s_pod import ATTEMPT, EXPIRES, RUN_ID, SELECTOR, label_value
 
 log = get_logger(__name__)
@@ -93,12 +92,8 @@ async def reap_namespace(
     namespace: str, kubeconfig: Path | None, *, dry_run: bool = False
 ) -> list[Reaped]:
     """`reap` with a client of its own, for the CLI and the worker's periodic sweep."""
-    configuration = await asyncio.to_thread(kube_configuration, kubeconfig)
-    api = KubeApi(configuration)
-    try:
+    async with kube_api(kubeconfig) as api:
         return await reap(api, namespace, dry_run=dry_run)
-    finally:
-        api.close()
 
 
 async def delete_attempt_pods(
@@ -106,16 +101,12 @@ async def delete_attempt_pods(
 ) -> list[str]:
     """Delete the sandbox pods of one attempt of a run (its worker died); the names deleted.
     Pods of the run's next attempt carry another attempt label and are left alone."""
-    configuration = await asyncio.to_thread(kube_configuration, kubeconfig)
-    api = KubeApi(configuration)
     selector = f"{SELECTOR},{RUN_ID}={label_value(run_id)},{ATTEMPT}={attempt}"
-    try:
-        deleted = []
+    deleted = []
+    async with kube_api(kubeconfig) as api:
         for pod in await api.list_pods(namespace, selector):
             name = str((pod.get("metadata") or {}).get("name"))
             if await api.delete_pod(namespace, name):
                 deleted.append(name)
                 log.info("sandbox.orphan_deleted", pod=name, run_id=run_id, attempt=attempt)
-        return deleted
-    finally:
-        api.close()
+    return deleted
