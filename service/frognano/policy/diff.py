@@ -50,6 +50,8 @@ class FileChange:
     """Text of the `+` lines without the `+`, decoded as UTF-8 with errors replaced."""
     removed_lines: int
     added_count: int
+    added_line_numbers: tuple[int, ...] = ()
+    """1-based line numbers of `added_lines` in the new file, in the same order."""
 
 
 def parse_diff(diff: bytes) -> list[FileChange]:
@@ -78,7 +80,8 @@ def _parse_file(lines: list[bytes], start: int) -> tuple[FileChange, int]:
     header_path = _header_path(lines[start], start + 1)
     status, old_mode, new_mode, index = _parse_headers(lines, start + 1)
     added: list[str] = []
-    body = _parse_body(lines, index, added)
+    numbers: list[int] = []
+    body = _parse_body(lines, index, added, numbers)
     index = body.next_index
     if index < len(lines) and not lines[index].startswith(b"diff --git "):
         raise ValueError(f"line {index + 1}: unexpected line {_show(lines[index])}")
@@ -108,6 +111,7 @@ def _parse_file(lines: list[bytes], start: int) -> tuple[FileChange, int]:
         added_lines=tuple(added),
         removed_lines=body.removed,
         added_count=body.added_count,
+        added_line_numbers=tuple(numbers),
     )
     return change, index
 
@@ -154,7 +158,7 @@ class _Body:
     removed: int = 0
 
 
-def _parse_body(lines: list[bytes], index: int, added: list[str]) -> _Body:
+def _parse_body(lines: list[bytes], index: int, added: list[str], numbers: list[int]) -> _Body:
     """A binary marker or the `---`/`+++` lines and hunks (or nothing: a mode change or an
     empty new file); appends the text of `+` lines to `added`."""
     line = lines[index] if index < len(lines) else b""
@@ -173,20 +177,24 @@ def _parse_body(lines: list[bytes], index: int, added: list[str]) -> _Body:
     if index >= len(lines) or not lines[index].startswith(b"@@ "):
         raise ValueError(f"line {index + 1}: expected a hunk header after '+++'")
     while index < len(lines) and lines[index].startswith(b"@@ "):
-        index, hunk_added, hunk_removed = _parse_hunk(lines, index, added)
+        index, hunk_added, hunk_removed = _parse_hunk(lines, index, added, numbers)
         body.added_count += hunk_added
         body.removed += hunk_removed
     body.next_index = index
     return body
 
 
-def _parse_hunk(lines: list[bytes], start: int, added: list[str]) -> tuple[int, int, int]:
+def _parse_hunk(
+    lines: list[bytes], start: int, added: list[str], numbers: list[int]
+) -> tuple[int, int, int]:
     """Consume one hunk; returns the next index and its added and removed line counts."""
     match = _HUNK.match(lines[start])
     if not match:
         raise ValueError(f"line {start + 1}: malformed hunk header {_show(lines[start])}")
     old_left = int(match.group(2)) if match.group(2) is not None else 1
     new_left = int(match.group(4)) if match.group(4) is not None else 1
+    # An empty side's start names the line before it (git: "@@ -0,0 +1 @@"), else its first.
+    new_line = int(match.group(3)) if new_left else int(match.group(3)) + 1
     hunk_added = hunk_removed = 0
     index = start + 1
     while old_left > 0 or new_left > 0:
@@ -201,12 +209,15 @@ def _parse_hunk(lines: list[bytes], start: int, added: list[str]) -> tuple[int, 
             new_left -= 1
             hunk_added += 1
             added.append(line[1:].decode("utf-8", "replace"))
+            numbers.append(new_line)
+            new_line += 1
         elif marker == b"-":
             old_left -= 1
             hunk_removed += 1
         elif marker in (b" ", b""):  # some tools strip the space of an empty context line
             old_left -= 1
             new_left -= 1
+            new_line += 1
         elif marker != b"\\":  # "\ No newline at end of file"
             raise ValueError(f"line {index + 1}: unexpected line in a hunk: {_show(line)}")
         if old_left < 0 or new_left < 0:

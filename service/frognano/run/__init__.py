@@ -1,0 +1,1 @@
+"""One run, shared by `frognano solve` and the worker: trees, test runs, evidence."""
