@@ -1,36 +1,75 @@
 """A strict parser of the agent's patch: `git diff --binary --no-renames` output, as bytes.
 
-The gate trusts only what this parser can account for, so anything it does not understand
-(a rename or copy header, a hunk shorter than its header says, stray text between files)
-is a `ValueError`, never a silent skip.
+The gate trusts only what this parser can account for, and `frognano.run.apply` builds the
+published tree from what it returns, so anything it does not understand (a rename or copy
+header, a hunk shorter than its header says, stray text between files, a header git never
+prints) is a `ValueError` naming the line, never a silent skip or another exception.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-Status = Literal["added", "modified", "deleted"]
+from frognano.policy.gitquote import header_path, side_path
+from frognano.run.gitbinary import MAX_INFLATED_TOTAL, BinaryPatch, parse_binary_patch
 
-_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_INDEX = re.compile(rb"^index [0-9a-f]+\.\.[0-9a-f]+(?: ([0-7]{6}))?$")
-_MODE = re.compile(rb"^[0-7]{6}$")
-_BINARY_BLOCK = re.compile(rb"^(?:literal|delta) \d+$")
-_ESCAPES = {
-    ord("a"): 0x07,
-    ord("b"): 0x08,
-    ord("t"): 0x09,
-    ord("n"): 0x0A,
-    ord("v"): 0x0B,
-    ord("f"): 0x0C,
-    ord("r"): 0x0D,
-    ord('"'): 0x22,
-    ord("\\"): 0x5C,
-}
+__all__ = ["NO_NEWLINE", "BinaryPatch", "FileChange", "Hunk", "HunkLine", "Status", "parse_diff"]
+
+Status = Literal["added", "modified", "deleted"]
+Marker = Literal[" ", "-", "+"]
+
+NO_NEWLINE = b"\\ No newline at end of file"
+_HUNK = re.compile(
+    rb"@@ -(\d{1,10})(?:,(\d{1,10}))? \+(\d{1,10})(?:,(\d{1,10}))? @@(?: .*)?", re.DOTALL
+)
+_INDEX = re.compile(rb"index ([0-9a-f]{4,64})\.\.([0-9a-f]{4,64})(?: (.*))?", re.DOTALL)
+_ZERO = re.compile(r"0+")
+_MODE = re.compile(rb"[0-7]{6}")
+_MODE_HEADERS = (
+    (b"new file mode ", "new file"),
+    (b"deleted file mode ", "deleted"),
+    (b"old mode ", "old"),
+    (b"new mode ", "new"),
+)
 # Extended headers git may print that a --no-renames diff never has: refuse rather than guess.
 _UNSUPPORTED = (b"rename from ", b"rename to ", b"copy from ", b"copy to ", b"similarity index ",
                 b"dissimilarity index ")  # fmt: skip
+# The extended headers of each kind of change, in the order git prints them.
+_LAYOUTS: dict[tuple[str, ...], Status] = {
+    ("index",): "modified",
+    ("old", "new", "index"): "modified",
+    ("old", "new"): "modified",  # a mode change alone
+    ("new file", "index"): "added",
+    ("deleted", "index"): "deleted",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HunkLine:
+    """One line of a hunk."""
+
+    marker: Marker
+    """`" "` context, `-` removed, `+` added."""
+    text: bytes
+    """The line's bytes without the marker and the newline (a `\\r` stays: it is content)."""
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One `@@ -old_start,old_count +new_start,new_count @@` hunk, as git numbers it: a side
+    with no lines names the line before the change (0 for the start of the file)."""
+
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    lines: tuple[HunkLine, ...]
+    old_missing_newline: bool = False
+    """The last old-side line of this hunk ends the old file without a newline."""
+    new_missing_newline: bool = False
+    """The last new-side line of this hunk ends the new file without a newline."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +91,40 @@ class FileChange:
     added_count: int
     added_line_numbers: tuple[int, ...] = ()
     """1-based line numbers of `added_lines` in the new file, in the same order."""
+    hunks: tuple[Hunk, ...] = ()
+    binary_patch: BinaryPatch | None = None
+    """The forward block of a `GIT binary patch`; None for text and for `Binary files ...
+    differ` (a diff made without --binary, which carries no data)."""
+    old_id: str | None = None
+    """Blob id of the old file from the `index OLD..NEW` line (full with --binary on binary
+    files, abbreviated otherwise; zeros for additions); None for a mode change alone."""
+    new_id: str | None = None
+    """Blob id of the new file (zeros for deletions); None for a mode change alone."""
+
+
+@dataclass
+class _Headers:
+    kinds: list[str] = field(default_factory=list)
+    modes: dict[str, str] = field(default_factory=dict)
+    old_id: str | None = None
+    new_id: str | None = None
+    index_mode: str | None = None
+
+
+@dataclass
+class _Body:
+    next_index: int
+    kind: Literal["none", "text", "binary", "no data"] = "none"
+    old_label: str | None = None
+    """Path on the `---` line; None for /dev/null."""
+    new_label: str | None = None
+    hunks: list[Hunk] = field(default_factory=list)
+    binary_patch: BinaryPatch | None = None
+    added: list[str] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)
+    removed: int = 0
+    old_ended: bool = False  # a "\ No newline" marker ended that side
+    new_ended: bool = False
 
 
 def parse_diff(diff: bytes) -> list[FileChange]:
@@ -61,82 +134,67 @@ def parse_diff(diff: bytes) -> list[FileChange]:
     and an addition of the same path. Raises ValueError, naming the line, on malformed input.
     """
     lines = diff.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
+    if lines[-1] != b"":
+        raise ValueError(f"line {len(lines)}: the diff does not end with a newline (cut off?)")
+    lines.pop()
     changes: list[FileChange] = []
     index = 0
+    budget = [MAX_INFLATED_TOTAL]  # what the diff's binary blocks may still inflate to
     while index < len(lines):
         if not lines[index].startswith(b"diff --git "):
             raise ValueError(
                 f"line {index + 1}: expected a 'diff --git' header, got {_show(lines[index])}"
             )
-        change, index = _parse_file(lines, index)
+        change, index = _parse_file(lines, index, budget)
         changes.append(change)
     return changes
 
 
-def _parse_file(lines: list[bytes], start: int) -> tuple[FileChange, int]:
+def _parse_file(lines: list[bytes], start: int, budget: list[int]) -> tuple[FileChange, int]:
     """One file's section starting at its `diff --git` line; returns it and the next index."""
-    header_path = _header_path(lines[start], start + 1)
-    status, old_mode, new_mode, index = _parse_headers(lines, start + 1)
-    added: list[str] = []
-    numbers: list[int] = []
-    body = _parse_body(lines, index, added, numbers)
-    index = body.next_index
-    if index < len(lines) and not lines[index].startswith(b"diff --git "):
-        raise ValueError(f"line {index + 1}: unexpected line {_show(lines[index])}")
-
-    if status == "added":
-        old_mode = None
-        if body.old_path is not None:
-            raise ValueError(f"line {start + 1}: a new file must come from /dev/null")
-    elif status == "deleted":
-        new_mode = None
-        if body.new_path is not None:
-            raise ValueError(f"line {start + 1}: a deleted file must go to /dev/null")
-    elif (old_mode is None) != (new_mode is None):
-        raise ValueError(f"line {start + 1}: 'old mode' and 'new mode' must come together")
-    for side in (body.old_path, body.new_path):
-        if side is not None and side != header_path:
-            raise ValueError(
-                f"line {start + 1}: the header names {header_path!r} but the hunk names "
-                f"{side!r} (renames are not supported)"
-            )
+    path = header_path(lines[start], start + 1)
+    headers, index = _parse_headers(lines, start + 1)
+    body = _parse_body(lines, index, budget)
+    if body.next_index < len(lines) and not lines[body.next_index].startswith(b"diff --git "):
+        raise ValueError(
+            f"line {body.next_index + 1}: unexpected line {_show(lines[body.next_index])}"
+        )
+    status, old_mode, new_mode = _check_file(path, headers, body, start + 1)
     change = FileChange(
-        path=header_path,
+        path=path,
         status=status,
         old_mode=old_mode,
         new_mode=new_mode,
-        binary=body.binary,
-        added_lines=tuple(added),
+        binary=body.kind in ("binary", "no data"),
+        added_lines=tuple(body.added),
         removed_lines=body.removed,
-        added_count=body.added_count,
-        added_line_numbers=tuple(numbers),
+        added_count=len(body.added),
+        added_line_numbers=tuple(body.numbers),
+        hunks=tuple(body.hunks),
+        binary_patch=body.binary_patch,
+        old_id=headers.old_id,
+        new_id=headers.new_id,
     )
-    return change, index
+    return change, body.next_index
 
 
-def _parse_headers(lines: list[bytes], index: int) -> tuple[Status, str | None, str | None, int]:
-    """The extended header lines: status, old and new mode, and the index after them."""
-    status: Status = "modified"
-    old_mode: str | None = None
-    new_mode: str | None = None
+def _parse_headers(lines: list[bytes], index: int) -> tuple[_Headers, int]:
+    """The extended header lines after `diff --git`, and the index after them."""
+    headers = _Headers()
     while index < len(lines):
         line = lines[index]
-        if line.startswith(b"new file mode "):
-            status, new_mode = "added", _mode(line[14:], index)
-        elif line.startswith(b"deleted file mode "):
-            status, old_mode = "deleted", _mode(line[18:], index)
-        elif line.startswith(b"old mode "):
-            old_mode = _mode(line[9:], index)
-        elif line.startswith(b"new mode "):
-            new_mode = _mode(line[9:], index)
+        found = next((item for item in _MODE_HEADERS if line.startswith(item[0])), None)
+        if found:
+            kind = found[1]
+            headers.modes[kind] = _mode(line[len(found[0]) :], index)
         elif line.startswith(b"index "):
-            match = _INDEX.match(line)
+            kind = "index"
+            match = _INDEX.fullmatch(line)
             if not match:
                 raise ValueError(f"line {index + 1}: malformed index line {_show(line)}")
-            if match.group(1):  # the mode of a file whose mode did not change
-                old_mode = new_mode = match.group(1).decode()
+            headers.old_id, headers.new_id = match.group(1).decode(), match.group(2).decode()
+            if match.group(3) is not None:  # the mode of a file whose mode did not change
+                headers.index_mode = _mode(match.group(3), index)
         elif line.startswith(_UNSUPPORTED):
             raise ValueError(
                 f"line {index + 1}: rename and copy headers are not supported "
@@ -144,58 +202,134 @@ def _parse_headers(lines: list[bytes], index: int) -> tuple[Status, str | None, 
             )
         else:
             break
+        if kind in headers.kinds:
+            raise ValueError(f"line {index + 1}: repeated header {_show(line)}")
+        headers.kinds.append(kind)
         index += 1
-    return status, old_mode, new_mode, index
+    return headers, index
 
 
-@dataclass
-class _Body:
-    next_index: int
-    binary: bool = False
-    old_path: str | None = None
-    new_path: str | None = None
-    added_count: int = 0
-    removed: int = 0
+def _check_file(
+    path: str, headers: _Headers, body: _Body, number: int
+) -> tuple[Status, str | None, str | None]:
+    """Check that headers and body make one change git could print; its status and modes."""
+    kinds = headers.kinds
+    status: Status = (
+        "added" if "new file" in kinds else "deleted" if "deleted" in kinds else "modified"
+    )
+    if body.kind == "text":
+        _check_labels(path, status, body, number)
+    if ("old" in kinds) != ("new" in kinds):
+        raise ValueError(f"line {number}: 'old mode' and 'new mode' must come together")
+    if tuple(kinds) not in _LAYOUTS:
+        shown = ", ".join(f"'{kind}'" for kind in kinds) or "none"
+        raise ValueError(
+            f"line {number}: git never prints these extended headers together: {shown} "
+            "(a change needs an index line, or old and new mode alone)"
+        )
+    if (headers.index_mode is not None) != (tuple(kinds) == ("index",)):
+        raise ValueError(
+            f"line {number}: the index line must carry the mode exactly when the mode is "
+            "unchanged and the file neither added nor deleted"
+        )
+    old_id, new_id = headers.old_id, headers.new_id
+    if old_id is None or new_id is None:  # old and new mode alone: nothing else may change
+        if body.kind != "none":
+            raise ValueError(f"line {number}: a content change without an index line")
+    elif body.kind == "none" and status == "modified":
+        raise ValueError(f"line {number}: an index line, but no hunk or binary patch")
+    elif (status == "added") != bool(_ZERO.fullmatch(old_id)) or (
+        (status == "deleted") != bool(_ZERO.fullmatch(new_id))
+    ):
+        raise ValueError(
+            f"line {number}: the index line's ids must be zeros exactly on the side where "
+            "the file does not exist"
+        )
+    elif old_id == new_id:
+        raise ValueError(f"line {number}: the index line names no change ({old_id})")
+    if tuple(kinds) == ("index",):
+        return status, headers.index_mode, headers.index_mode
+    modes = headers.modes
+    if status == "modified" and modes["old"] == modes["new"]:
+        raise ValueError(f"line {number}: 'old mode' and 'new mode' are the same")
+    return status, modes.get("old", modes.get("deleted")), modes.get("new", modes.get("new file"))
 
 
-def _parse_body(lines: list[bytes], index: int, added: list[str], numbers: list[int]) -> _Body:
-    """A binary marker or the `---`/`+++` lines and hunks (or nothing: a mode change or an
-    empty new file); appends the text of `+` lines to `added`."""
+def _check_labels(path: str, status: Status, body: _Body, number: int) -> None:
+    """The `---` and `+++` paths agree with the header and the status."""
+    if status == "added" and body.old_label is not None:
+        raise ValueError(f"line {number}: a new file must come from /dev/null")
+    if status == "deleted" and body.new_label is not None:
+        raise ValueError(f"line {number}: a deleted file must go to /dev/null")
+    if (status != "added" and body.old_label is None) or (
+        status != "deleted" and body.new_label is None
+    ):
+        raise ValueError(f"line {number}: /dev/null on a side where the file exists")
+    for side in (body.old_label, body.new_label):
+        if side is not None and side != path:
+            raise ValueError(
+                f"line {number}: the header names {path!r} but the hunk names "
+                f"{side!r} (renames are not supported)"
+            )
+
+
+def _parse_body(lines: list[bytes], index: int, budget: list[int]) -> _Body:
+    """A binary patch, or the `---`/`+++` lines and hunks, or nothing (a mode change alone,
+    an empty new or deleted file)."""
     line = lines[index] if index < len(lines) else b""
     if line == b"GIT binary patch":
-        return _Body(_skip_binary_patch(lines, index + 1), binary=True)
+        patch, after, inflated = parse_binary_patch(lines, index + 1, budget[0])
+        budget[0] -= inflated
+        return _Body(after, "binary", binary_patch=patch)
     if line.startswith(b"Binary files ") and line.endswith(b" differ"):
-        return _Body(index + 1, binary=True)
+        return _Body(index + 1, "no data")
     if not line.startswith(b"--- "):
         return _Body(index)
-    body = _Body(index, old_path=_side_path(line[4:], b"a/", index))
+    body = _Body(index, "text", old_label=side_path(line[4:], b"a/", index + 1))
     index += 1
     if index >= len(lines) or not lines[index].startswith(b"+++ "):
         raise ValueError(f"line {index + 1}: expected a '+++' line after '---'")
-    body.new_path = _side_path(lines[index][4:], b"b/", index)
+    body.new_label = side_path(lines[index][4:], b"b/", index + 1)
     index += 1
     if index >= len(lines) or not lines[index].startswith(b"@@ "):
         raise ValueError(f"line {index + 1}: expected a hunk header after '+++'")
+    old_end = shift = 0  # where the previous hunk ended, and how far it moved the new side
     while index < len(lines) and lines[index].startswith(b"@@ "):
-        index, hunk_added, hunk_removed = _parse_hunk(lines, index, added, numbers)
-        body.added_count += hunk_added
-        body.removed += hunk_removed
+        if body.old_ended or body.new_ended:
+            raise ValueError(f"line {index + 1}: a hunk after '\\ No newline at end of file'")
+        header = index + 1
+        hunk, index = _parse_hunk(lines, index, body)
+        old_at = hunk.old_start - 1 if hunk.old_count else hunk.old_start
+        new_at = hunk.new_start - 1 if hunk.new_count else hunk.new_start
+        if (hunk.old_count and not hunk.old_start) or (hunk.new_count and not hunk.new_start):
+            raise ValueError(f"line {header}: a hunk with lines cannot start at line 0")
+        if old_at < old_end:
+            raise ValueError(f"line {header}: the hunk overlaps or precedes the one before it")
+        if new_at != old_at + shift:
+            raise ValueError(
+                f"line {header}: the hunk's new start disagrees with its old start and the "
+                "hunks before it"
+            )
+        old_end = old_at + hunk.old_count
+        shift += hunk.new_count - hunk.old_count
+        body.hunks.append(hunk)
     body.next_index = index
     return body
 
 
-def _parse_hunk(
-    lines: list[bytes], start: int, added: list[str], numbers: list[int]
-) -> tuple[int, int, int]:
-    """Consume one hunk; returns the next index and its added and removed line counts."""
-    match = _HUNK.match(lines[start])
+def _parse_hunk(lines: list[bytes], start: int, body: _Body) -> tuple[Hunk, int]:
+    """Consume one hunk (and its `\\ No newline` markers); returns it and the next index."""
+    match = _HUNK.fullmatch(lines[start])
     if not match:
         raise ValueError(f"line {start + 1}: malformed hunk header {_show(lines[start])}")
-    old_left = int(match.group(2)) if match.group(2) is not None else 1
-    new_left = int(match.group(4)) if match.group(4) is not None else 1
+    old_start, new_start = int(match.group(1)), int(match.group(3))
+    old_count = int(match.group(2)) if match.group(2) is not None else 1
+    new_count = int(match.group(4)) if match.group(4) is not None else 1
+    old_left, new_left = old_count, new_count
     # An empty side's start names the line before it (git: "@@ -0,0 +1 @@"), else its first.
-    new_line = int(match.group(3)) if new_left else int(match.group(3)) + 1
-    hunk_added = hunk_removed = 0
+    new_line = new_start if new_count else new_start + 1
+    items: list[HunkLine] = []
+    old_missing = new_missing = False
     index = start + 1
     while old_left > 0 or new_left > 0:
         if index >= len(lines):
@@ -206,125 +340,44 @@ def _parse_hunk(
         line = lines[index]
         marker = line[:1]
         if marker == b"+":
+            item = HunkLine("+", line[1:])
             new_left -= 1
-            hunk_added += 1
-            added.append(line[1:].decode("utf-8", "replace"))
-            numbers.append(new_line)
+            body.added.append(item.text.decode("utf-8", "replace"))
+            body.numbers.append(new_line)
             new_line += 1
         elif marker == b"-":
+            item = HunkLine("-", line[1:])
             old_left -= 1
-            hunk_removed += 1
+            body.removed += 1
         elif marker in (b" ", b""):  # some tools strip the space of an empty context line
+            item = HunkLine(" ", line[1:])
             old_left -= 1
             new_left -= 1
             new_line += 1
-        elif marker != b"\\":  # "\ No newline at end of file"
+        elif line == NO_NEWLINE:
+            raise ValueError(
+                f"line {index + 1}: '\\ No newline at end of file' must follow a line of a hunk"
+            )
+        else:
             raise ValueError(f"line {index + 1}: unexpected line in a hunk: {_show(line)}")
+        if (item.marker != "+" and body.old_ended) or (item.marker != "-" and body.new_ended):
+            raise ValueError(f"line {index + 1}: a line after '\\ No newline at end of file'")
         if old_left < 0 or new_left < 0:
             raise ValueError(f"line {start + 1}: the hunk has more lines than its header says")
+        items.append(item)
         index += 1
-    while index < len(lines) and lines[index].startswith(b"\\"):
-        index += 1
-    return index, hunk_added, hunk_removed
-
-
-def _skip_binary_patch(lines: list[bytes], index: int) -> int:
-    """Skip the base85 blocks of a `GIT binary patch` (forward, then optional reverse)."""
-    blocks = 0
-    while index < len(lines) and _BINARY_BLOCK.match(lines[index]):
-        index += 1
-        while index < len(lines) and lines[index]:
-            if not lines[index][:1].isalpha():
-                raise ValueError(f"line {index + 1}: malformed binary patch data")
+        if index < len(lines) and lines[index][:1] == b"\\":
+            if lines[index] != NO_NEWLINE:
+                raise ValueError(f"line {index + 1}: unexpected line in a hunk: {_show(line)}")
+            body.old_ended = old_missing = old_missing or item.marker != "+"
+            body.new_ended = new_missing = new_missing or item.marker != "-"
             index += 1
-        if index < len(lines):
-            index += 1  # the blank line ending the block
-        blocks += 1
-    if blocks == 0:
-        raise ValueError(f"line {index + 1}: 'GIT binary patch' without a literal or delta block")
-    return index
-
-
-def _header_path(line: bytes, number: int) -> str:
-    """The path of a `diff --git a/P b/P` header (both sides are equal without renames)."""
-    rest = line[len(b"diff --git ") :]
-    if rest.startswith(b'"'):
-        first, after = _unquote(rest, number)
-        if not after.startswith(b" "):
-            raise ValueError(f"line {number}: malformed diff header {_show(line)}")
-        second_raw = after[1:]
-        if second_raw.startswith(b'"'):
-            second, tail = _unquote(second_raw, number)
-            if tail:
-                raise ValueError(f"line {number}: malformed diff header {_show(line)}")
-        else:
-            second = second_raw
-    else:
-        half = (len(rest) - 1) // 2
-        if len(rest) % 2 == 0 or rest[half : half + 1] != b" ":
-            raise ValueError(f"line {number}: cannot read the paths of {_show(line)}")
-        first, second = rest[:half], rest[half + 1 :]
-    if not (first.startswith(b"a/") and second.startswith(b"b/")) or first[2:] != second[2:]:
-        raise ValueError(
-            f"line {number}: the diff header must name one path as a/P b/P: {_show(line)}"
-        )
-    return _decode_path(first[2:], number)
-
-
-def _side_path(raw: bytes, prefix: bytes, number: int) -> str | None:
-    """The path of a `---`/`+++` line (None for /dev/null)."""
-    if raw == b"/dev/null":
-        return None
-    if raw.startswith(b'"'):
-        value, tail = _unquote(raw, number + 1)
-        if tail not in (b"", b"\t"):  # git adds the tab after a quoted name with a space too
-            raise ValueError(f"line {number + 1}: text after a quoted path: {_show(raw)}")
-    else:
-        # git ends the line with a tab when the name has a space (for GNU patch); a name that
-        # really ends with a tab would have been quoted.
-        value = raw.removesuffix(b"\t")
-    if not value.startswith(prefix):
-        raise ValueError(f"line {number + 1}: the path must start with {prefix.decode()!r}")
-    return _decode_path(value[len(prefix) :], number + 1)
-
-
-def _unquote(text: bytes, number: int) -> tuple[bytes, bytes]:
-    """Undo git's C-style quoting of the string starting at text[0] == '"'; returns the raw
-    bytes and what follows the closing quote."""
-    out = bytearray()
-    index = 1
-    while index < len(text):
-        byte = text[index]
-        if byte == ord('"'):
-            return bytes(out), text[index + 1 :]
-        if byte == ord("\\"):
-            index += 1
-            if index >= len(text):
-                break
-            escaped = text[index]
-            if escaped in _ESCAPES:
-                out.append(_ESCAPES[escaped])
-            elif text[index : index + 3].isdigit() and all(
-                ord("0") <= digit <= ord("7") for digit in text[index : index + 3]
-            ):
-                out.append(int(text[index : index + 3], 8) & 0xFF)
-                index += 2
-            else:
-                raise ValueError(f"line {number}: unknown escape in a quoted path: {_show(text)}")
-        else:
-            out.append(byte)
-        index += 1
-    raise ValueError(f"line {number}: unterminated quoted path: {_show(text)}")
-
-
-def _decode_path(raw: bytes, number: int) -> str:
-    if not raw:
-        raise ValueError(f"line {number}: empty path")
-    return raw.decode("utf-8", "surrogateescape")
+    hunk = Hunk(old_start, old_count, new_start, new_count, tuple(items), old_missing, new_missing)
+    return hunk, index
 
 
 def _mode(raw: bytes, index: int) -> str:
-    if not _MODE.match(raw):
+    if not _MODE.fullmatch(raw):
         raise ValueError(f"line {index + 1}: malformed file mode {_show(raw)}")
     return raw.decode()
 
