@@ -1,0 +1,1 @@
+"""Tests of one run: trees, test runs, evidence."""
