@@ -183,8 +183,11 @@ def _outcome(phases: dict[str, _Phase]) -> tuple[str, str]:
         outcome, crash = ("xpassed" if call.wasxfail else "passed"), ""
     else:
         outcome, crash = "error", "unknown call outcome " + repr(call.outcome)[:100]
-    if teardown is not None and teardown.outcome == "failed" and outcome not in ("failed", "error"):
-        outcome, crash = "error", teardown.crash
+    if outcome not in ("failed", "error"):
+        if teardown is None:
+            outcome, crash = "error", "the test did not finish: no teardown was reported"
+        elif teardown.outcome == "failed":
+            outcome, crash = "error", teardown.crash
     return outcome, crash
 
 
