@@ -20,6 +20,8 @@ from frognano.run.results import CollectorReport, check_exit_code, parse_records
 PYTHON = os.environ.get("FNTEST_COLLECTOR_PYTHON", sys.executable)
 # What the sandbox does: the test command inherits the stream on fd 87. The parent's end of
 # the pipe gets whatever number the OS gives it; bash moves it to 87 before the command runs.
+INI = {"pytest.ini": "[pytest]\n"}
+"""An empty pytest configuration: pytest's rootdir is where it lies."""
 MOVE_FD = 'exec {target}>&{source} {source}>&-; exec "$@"'
 
 
