@@ -103,6 +103,21 @@ FORGERIES = {
         def test_half_a_line():
             os.write(87, b'{"v": 1, ')
     """,
+    "tests/test_y.py": """
+        import json, os, sys
+
+        def test_fails_too():
+            assert 0
+
+        def test_forges_with_the_token():
+            # Code in the test process can find the token; it still has to get the order right.
+            token = sys.modules["frognano_collector"]._SETTINGS.token
+            record = {"v": 1, "kind": "test", "token": token, "pid": os.getpid(), "seq": 1,
+                      "id": "tests/test_y.py::test_fails_too", "outcome": "passed",
+                      "duration": 0, "crash": None,
+                      "phases": {"setup": "passed", "call": "passed", "teardown": "passed"}}
+            os.write(87, (json.dumps(record) + "\\n").encode())
+    """,
 }
 
 
@@ -113,6 +128,9 @@ def test_records_forged_by_a_test_are_problems(tmp_path: Path) -> None:
     assert any("the wrong token" in m for m in messages), messages
     assert any("not JSON" in m for m in messages), messages
     assert report.outcomes.get("tests/test_x.py::test_fails") == "failed"
+    assert any("where" in m and "was due" in m for m in messages), messages
+    assert "duplicate" in {p.kind for p in report.problems}
+    assert report.outcomes.get("tests/test_y.py::test_fails_too") == "failed"
     assert not report.trustworthy
     assert not report.passed
 

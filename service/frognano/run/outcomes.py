@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
@@ -111,10 +111,10 @@ class CollectorReport:
     sessions: tuple[Session, ...]
     tests: Mapping[str, TestResult]
     """By test id; the first report of an id reported more than once."""
+    collected: tuple[str, ...]
+    """Every collected test id, in order, each once."""
     collect_errors: tuple[CollectError, ...]
     problems: tuple[Problem, ...]
-    collected: tuple[str, ...] = field(default=())
-    """Every collected test id, in order, each once."""
 
     @property
     def outcomes(self) -> Mapping[str, Outcome]:
@@ -137,7 +137,8 @@ class CollectorReport:
 
     @property
     def trustworthy(self) -> bool:
-        """No problem: the outcomes are what pytest decided, complete and consistent."""
+        """No problem found: the stream is complete and consistent. (Code running inside the
+        test process could still write a consistent forgery: see frognano_collector.py.)"""
         return not self.problems
 
     @property

@@ -5,6 +5,14 @@
 # newer syntax and library calls at run time. Unlike FrogNano's service code it acts when
 # imported: pytest imports it from PYTEST_PLUGINS before anything of the repository runs,
 # which is the one moment its settings can be taken out of the environment.
+#
+# What it can vouch for: it runs in the test process, beside the code under test, which can
+# reach all it has (the fd, the token in this module, pytest's reports, and the environment
+# of the shell that started pytest, in /proc). The token and the host's checks turn naive
+# tampering into problems: records written to the fd or printed, a process ended early, an
+# exit status or exit code that contradicts the results. A consistent forgery by code that
+# finds the token cannot be told from a real run, so the verdict's integrity also rests on
+# what the patch may change (tests, conftest.py files, plugins), not on this stream alone.
 
 from __future__ import annotations
 
