@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import ast
-import re
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frognano.policy import pyrules as rules
-from frognano.policy.pyconst import Const, Folder, nodes_by_type, pieces, touches
+from frognano.policy import pysource
+from frognano.policy.pyconst import Const, Folder, nodes_by_type, pieces
 from frognano.policy.pyresolve import Resolver
+from frognano.policy.pysource import header_span, leaves, touches, with_decorators
 from frognano.policy.textcode import OPTIONS, option_label
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-# PEP 263; encodings that decode UTF-8 text to itself (or byte for byte) hide nothing.
-_COOKIE = re.compile(r"[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-_PLAIN_ENCODINGS = frozenset({"utf-8", "utf8", "ascii", "us-ascii", "latin-1", "latin1",
-                              "iso-8859-1", "iso8859-1", "cp1252", "utf-8-sig"})  # fmt: skip
 # Expressions that may fold to a string (a bare name only stands for one defined elsewhere).
 _STRINGS = frozenset({ast.Constant, ast.JoinedStr, ast.BinOp, ast.Subscript, ast.Call})
 _REFERENCES = frozenset({ast.Name, ast.Attribute, ast.Subscript, ast.Call})
@@ -55,18 +50,11 @@ class PyAnalysis:
 def analyse(source: str, added: Sequence[int]) -> PyAnalysis:
     """The test-weakening constructs of `source` that touch the `added` lines (1-based, counted
     as git counts them: a lone carriage return ends a line for Python, not for git)."""
-    try:
-        # A warning (an invalid escape such as "\d") must neither print nor, under `-W error`,
-        # become a SyntaxError that hides the file from the analysis. catch_warnings swaps
-        # process-wide filters; FrogNano runs the gate on one thread per worker process.
-        with warnings.catch_warnings(action="ignore"):
-            tree = ast.parse(source)
-    except SyntaxError as exc:
-        return PyAnalysis(error=f"line {exc.lineno}: {exc.msg}")
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return PyAnalysis(error=type(exc).__name__)
-    lines = _NEWLINE.split(source)
-    to_git = _git_lines(source) if "\r" in source else None
+    tree = pysource.parse(source)
+    if isinstance(tree, str):
+        return PyAnalysis(error=tree)
+    lines = pysource.split_lines(source)
+    to_git = pysource.git_lines(source) if "\r" in source else None
     wanted = set(added)
     python_added = (
         sorted(added) if to_git is None
@@ -77,14 +65,9 @@ def analyse(source: str, added: Sequence[int]) -> PyAnalysis:
     except RecursionError:
         return PyAnalysis(error="nested too deeply to analyse")
     hits = list(found.hits)
-    for number, line in enumerate(lines[:2], start=1):  # PEP 263: the first two lines
-        cookie = _COOKIE.match(line)
-        if cookie is None:
-            continue
-        encoding = cookie.group(1)
-        if encoding.lower().replace("_", "-") not in _PLAIN_ENCODINGS and number in python_added:
-            hits.append(PyHit(number, rules.ENCODING.format(encoding)))
-        break
+    cookie = pysource.odd_encoding(lines)
+    if cookie is not None and cookie[0] in python_added:
+        hits.append(PyHit(cookie[0], rules.ENCODING.format(cookie[1])))
     if to_git is None:
         return PyAnalysis(tuple(hits), found.strings)
     return PyAnalysis(
@@ -93,14 +76,16 @@ def analyse(source: str, added: Sequence[int]) -> PyAnalysis:
     )
 
 
-def _git_lines(source: str) -> list[int]:
-    """For each Python line number (index; 0 unused), the git line number it starts on."""
-    numbers = [0, 1]
-    git = 1
-    for match in _NEWLINE.finditer(source):
-        git += "\n" in match.group(0)
-        numbers.append(git)
-    return numbers
+def analyse_added(lines: Sequence[str], numbers: Sequence[int]) -> PyAnalysis:
+    """What the added lines alone show, for a file whose new text is unknown: each run of
+    consecutive lines, else each line, that parses on its own is analysed."""
+    hits: list[PyHit] = []
+    strings: list[PyString] = []
+    for source, added in pysource.fragments(lines, numbers):
+        found = analyse(source, added)
+        hits += found.hits
+        strings += found.strings
+    return PyAnalysis(tuple(dict.fromkeys(hits)), tuple(strings))
 
 
 class _Analysis:
@@ -133,7 +118,7 @@ class _Analysis:
 
     def _statement(self, node: ast.AST) -> None:
         """A statement's own checks, then every expression of its header (not its body)."""
-        if touches(_with_decorators(node), self.added) is None:
+        if touches(with_decorators(node), self.added) is None:
             return  # every check below reports within the statement's lines
         self._definition(node)
         self._simple(node)
@@ -149,7 +134,7 @@ class _Analysis:
                     if isinstance(child, ast.AST):
                         self._expressions(child)
         if self.sensed and self.pytest_named:
-            self.hit(node, rules.UNDER_TEST, _header_span(node))
+            self.hit(node, rules.UNDER_TEST, header_span(node))
 
     def _simple(self, node: ast.AST) -> None:
         """Raises, assignments and imports."""
@@ -161,7 +146,7 @@ class _Analysis:
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             value = None if isinstance(node, ast.Delete) else node.value
             for target in targets:
-                for leaf in _leaves(target):
+                for leaf in leaves(target):
                     self._target(leaf, value)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             self._import(node)
@@ -170,7 +155,7 @@ class _Analysis:
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return
         if node.name.startswith("pytest_"):
-            self.hit(node, rules.PLUGIN, _with_decorators(node))
+            self.hit(node, rules.PLUGIN, with_decorators(node))
         if node.name in ("__eq__", "__ne__"):
             value = _constant_return(node.body, self.folder)
             if value is not None and bool(value.value) == (node.name == "__eq__"):
@@ -351,16 +336,6 @@ class _Analysis:
         return text in "\n".join(self.lines[node.lineno - 1 : end])
 
 
-def _leaves(target: ast.expr) -> Iterator[ast.expr]:
-    if isinstance(target, ast.Tuple | ast.List):
-        for element in target.elts:
-            yield from _leaves(element)
-    elif isinstance(target, ast.Starred):
-        yield from _leaves(target.value)
-    else:
-        yield target
-
-
 def _constant_return(body: Sequence[ast.stmt], folder: Folder) -> Const | None:
     """The constant a function body returns when that is all it does (after its docstring;
     `pass` returns None), else None."""
@@ -378,26 +353,3 @@ def _constant_return(body: Sequence[ast.stmt], folder: Folder) -> Const | None:
     if statements[0].value is None:
         return Const(None)
     return folder.fold(statements[0].value)
-
-
-def _with_decorators(node: ast.AST) -> ast.AST:
-    """`node`, or for a decorated definition a stand-in node spanning its decorators too."""
-    decorators = getattr(node, "decorator_list", None)
-    if not decorators:
-        return node
-    span = ast.Pass()
-    span.lineno = min([getattr(node, "lineno", 1), *(d.lineno for d in decorators)])
-    span.end_lineno = getattr(node, "end_lineno", span.lineno)
-    return span
-
-
-def _header_span(node: ast.AST) -> ast.AST:
-    """A stand-in node spanning a statement's header: a compound statement up to its body."""
-    body = getattr(node, "body", None)
-    start = getattr(node, "lineno", 1)
-    end = getattr(node, "end_lineno", start)
-    if isinstance(body, list) and body and isinstance(body[0], ast.AST):
-        end = max(start, getattr(body[0], "lineno", start) - 1)
-    span = ast.Pass()
-    span.lineno, span.end_lineno = start, end
-    return span

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -340,18 +339,6 @@ def _single_assignments(nodes: Nodes) -> dict[str, ast.expr]:
         if isinstance(annotated.target, ast.Name) and annotated.value is not None:
             values[annotated.target.id] = annotated.value
     return {name: value for name, value in values.items() if counts[name] == 1}
-
-
-def touches(node: ast.AST, added: Sequence[int]) -> int | None:
-    """The first of the sorted line numbers `added` within `node`'s lines, or None."""
-    start = getattr(node, "lineno", None)
-    if start is None:
-        return None
-    end = getattr(node, "end_lineno", None) or start
-    index = bisect_left(added, start)
-    if index < len(added) and added[index] <= end:
-        return added[index]
-    return None
 
 
 def pieces(node: ast.AST) -> Iterator[str]:

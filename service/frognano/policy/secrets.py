@@ -105,18 +105,10 @@ _HEX_RUN = re.compile(r"(?:[0-9a-fA-F]{2}){16,}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 _PRINTABLE = 0.9
 
-_SSH_KEY = re.compile(r"id_(?:rsa|dsa|ecdsa|ed25519|xmss)(?:_sk)?(?:[_-][\w-]*)?")
-_KEY_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".p8", ".jks", ".keystore", ".ppk", ".kdbx")
-_CREDENTIAL_NAMES = frozenset({
-    ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".htpasswd",
-    ".dockercfg", ".s3cfg", ".boto",
-})  # fmt: skip
-_CREDENTIAL_PATHS = (".aws/credentials", ".docker/config.json")
-# `.env.example` and the like are templates meant to be committed; their content is scanned.
+# Keyword values that are stock placeholders, not secrets.
 _PLACEHOLDERS = frozenset({"changeme", "change-me", "change_me", "example", "secret", "password",
                            "test", "testing", "dummy", "fake", "none", "null", "true", "false",
                            "xxx", "xxxx", "xxxxxx", "todo", "redacted", "placeholder"})  # fmt: skip
-_ENV_TEMPLATES = frozenset({"example", "sample", "template", "dist", "defaults", "tpl"})
 
 
 @dataclass(frozen=True)
@@ -205,23 +197,6 @@ def _built(path: str, strings: Sequence[BuiltString]) -> Iterator[SecretHit]:
                 yield SecretHit(
                     f"{kind} (built from pieces)", True, string.index, (secret, *pieces), True
                 )
-
-
-def credential_file(path: str) -> str | None:
-    """What `path` is, when its name says it holds credentials (None otherwise).
-
-    Public keys (`id_rsa.pub`) are not credentials: their private halves are.
-    """
-    name = path.rpartition("/")[2].lower()
-    if name == ".env" or (name.startswith(".env.") and name[5:] not in _ENV_TEMPLATES):
-        return "an environment file (.env), where credentials live"
-    if name.endswith(_KEY_SUFFIXES):
-        return "a key, certificate or key-store file"
-    if _SSH_KEY.fullmatch(name):
-        return "an SSH private key"
-    if name in _CREDENTIAL_NAMES or path.lower().endswith(_CREDENTIAL_PATHS):
-        return "a credentials file"
-    return None
 
 
 def redact(text: str, known: Sequence[str] = ()) -> str:
