@@ -3,6 +3,7 @@ through), other files by their text; only added lines count."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,13 @@ OPTIONS = "pytest options or settings"
 OTHER = "another language's test framework"
 HIDDEN = "bidirectional-text"
 JUNIT = "JUnit XML"
+ANY_EQUAL = "equal to everything"
+IMPORTS = "the import system"
+RULES = "pytest's settings"
+BLOB = "an encoded binary"
+
+
+ELF_BASE64 = base64.b64encode(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 2).decode()
 
 
 def findings_for(path: str, text: str, gate: GatePolicy | None = None) -> list[Finding]:
@@ -68,6 +76,14 @@ def labels(findings: list[Finding]) -> list[str]:
         ("import os\nos.abort()\n", EXIT),
         ("import posix\nposix._exit(0)\n", EXIT),
         ("import os\ngetattr(os, input())(0)\n", DYNAMIC_ATTRIBUTE),
+        ("import os\n\n\ndef m():\n    return os\n\n\nm()._exit(0)\n", EXIT),
+        ("import os\nm = lambda: os\nm()._exit(0)\n", EXIT),
+        ("import os\nos.__getattribute__('_exit')(0)\n", EXIT),
+        ("import os, operator\noperator.attrgetter('_exit')(os)(0)\n", EXIT),
+        ("import os\nos.execv('/bin/true', ['true'])\n", EXIT),
+        ("import faulthandler\nfaulthandler.dump_traceback_later(1, exit=True)\n", EXIT),
+        ("import os\nos.system('kill -9 $PPID')\n", SIGNAL),
+        ("import signal\nsignal.alarm(1)\n", SIGNAL),
         ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", SIGNAL),
         ("import os\npid = os.getpid()\nos.killpg(pid, 9)\n", SIGNAL),
         ("import signal\nsignal.raise_signal(signal.SIGTERM)\n", SIGNAL),
@@ -133,6 +149,15 @@ def labels(findings: list[Finding]) -> list[str]:
         ("class R:\n    def __ne__(self, other):\n        return False\n", ALWAYS_EQUAL),
         ("class R:\n    pass\n\n\nR.__eq__ = lambda self, other: True\n", ALWAYS_EQUAL),
         ("class R:\n    pass\n\n\nsetattr(R, '__eq__', lambda s, o: True)\n", ALWAYS_EQUAL),
+        ("class R:\n    def __eq__(self, other):\n        return 1 == 1\n", ALWAYS_EQUAL),
+        (
+            "class R:\n    def __eq__(self, other):\n        return True if other else True\n",
+            ALWAYS_EQUAL,
+        ),
+        ("from unittest.mock import ANY\n\n\ndef add(a, b):\n    return ANY\n", ANY_EQUAL),
+        ("import sys\nsys.modules['app.calc'] = object()\n", IMPORTS),
+        ("import sys\n\n\ndef f(mp):\n    mp.setitem(sys.modules, 'app', None)\n", IMPORTS),
+        ("import sys\nsys.meta_path.insert(0, object())\n", IMPORTS),
         # pytest plugins and runner patches
         ("def pytest_runtest_makereport(item, call):\n    pass\n", PLUGIN),
         ("class P:\n    def pytest_report_teststatus(self, report):\n        pass\n", PLUGIN),
@@ -160,9 +185,12 @@ def labels(findings: list[Finding]) -> list[str]:
         ("import sys\nif any('pytest' in a for a in sys.argv):\n    x = 1\n", UNDER_TEST),
         ("import sys\nif hasattr(sys, '_called_from_test'):\n    x = 1\n", UNDER_TEST),
         ("import sys\nsys._called_from_test = True\n", UNDER_TEST),
+        ("import __main__\nif 'pytest' in __main__.__file__:\n    x = 1\n", UNDER_TEST),
         # what the gate cannot see into
         ("exec('print(1)')\n", DYNAMIC_CODE),
         ("run = eval\nrun('1')\n", DYNAMIC_CODE),
+        ("import runpy\nrunpy.run_path('helpers.txt')\n", DYNAMIC_CODE),
+        ("import marshal\nmarshal.loads(data)\n", DYNAMIC_CODE),
         ("import importlib\nimportlib.import_module(input())\n", DYNAMIC_IMPORT),
         ("import ctypes\nctypes.CDLL(None)._exit(0)\n", CTYPES),
         ("# -*- coding: utf-7 -*-\nx = 1\n", ENCODING),
@@ -171,13 +199,14 @@ def labels(findings: list[Finding]) -> list[str]:
         ("import pytest\npytest.main(['-p', 'no:randomly'])\n", OPTIONS),
         ("import os\nos.remove('report.junit.xml')\n", JUNIT),
         ("x = 1  # \u202e reversed\n", HIDDEN),
+        (f"PAYLOAD = '{ELF_BASE64}'\n", BLOB),
     ],
 )
 def test_test_weakening_python_is_suspicious(code: str, label: str) -> None:
     findings = findings_for("src/mod.py", code)
     refused = findings_for("src/mod.py", code, GatePolicy(suspicious_patterns="block"))
 
-    assert {finding.severity for finding in findings} == {"warn"}
+    assert {finding.severity for finding in findings if finding.kind == "suspicious"} == {"warn"}
     assert any(label in reason for reason in labels(findings)), labels(findings)
     assert all("can make failing tests pass" in reason for reason in labels(findings))
     assert {finding.severity for finding in refused} == {"block"}
@@ -248,6 +277,13 @@ def test_only_added_lines_are_reported(tmp_path: Path) -> None:
     assert "2 lines" in aliased[0].reason  # the alias, and the call through it
 
 
+def test_a_new_pytest_ini_is_suspicious() -> None:
+    findings = findings_for("pytest.ini", "[pytest]\n")
+
+    assert [(finding.severity, finding.kind) for finding in findings] == [("warn", "suspicious")]
+    assert "takes over from every other pytest configuration" in findings[0].reason
+
+
 def test_without_the_new_text_the_added_lines_are_read_alone(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path)
     repo.write("tests/test_a.py", "import pytest\n\n\ndef test_a():\n    assert 1\n")
@@ -286,6 +322,11 @@ def test_a_lone_carriage_return_cannot_hide_a_line_from_the_gate() -> None:
         ("src/lib.rs", "#[test]\n#[ignore]\nfn adds() {}\n", OTHER),
         ("src/AppTest.java", "@Disabled\nvoid adds() {}\n", OTHER),
         ("docs/notes.md", "Looks fine: \u202eevil\u202c\n", HIDDEN),
+        ("pyproject.toml", "[tool.pytest.ini_options]\nfilterwarnings = ['ignore']\n", RULES),
+        ("setup.cfg", "[tool:pytest]\naddopts = -W ignore\n", RULES),
+        ("tox.ini", "[testenv]\ncommands = pytest -o python_files=none.py\n", OPTIONS),
+        ("Makefile", "test:\n\tpytest --noconftest\n", OPTIONS),
+        ("data/tool.txt", f"{ELF_BASE64}\n", BLOB),
     ],
 )
 def test_test_weakening_text_is_suspicious(path: str, text: str, label: str) -> None:
@@ -296,7 +337,8 @@ def test_test_weakening_text_is_suspicious(path: str, text: str, label: str) -> 
     ("path", "text"),
     [
         ("scripts/build.sh", "mkdir -p build\npython -m pytest -q\n"),
-        ("pytest.ini", "[pytest]\naddopts = -ra --strict-markers\n"),
+        ("tox.ini", "[testenv]\ndeps = pytest\ncommands = pytest -q\n"),
+        ("data/text.txt", base64.b64encode(b"plain text, " * 40).decode() + "\n"),
         ("web/app.test.js", "it('adds', () => { expect(1 + 1).toBe(2); });\n"),
         (
             "pkg/add_test.go",

@@ -244,6 +244,14 @@ def _content_findings(
             "and is reported; review it closely",
             path,
         )
+    elif new and name in ("pytest.ini", ".pytest.ini"):
+        yield Finding(
+            gate.suspicious_patterns,
+            "suspicious",
+            f"the patch adds {shown}, which takes over from every other pytest configuration "
+            "of the project (its options, warning filters and markers); review it closely",
+            path,
+        )
     elif new and name in _STARTUP_FILES:
         yield Finding(
             gate.suspicious_patterns,

@@ -185,9 +185,8 @@ class _Analysis:
                 self._lambda_equality(target.attr, value)
         elif isinstance(target, ast.Subscript):
             key = self.folder.text(target.slice)
-            owners = self.resolver.resolve(target.value)
-            if key and rules.patched(key) and "sys.modules" in owners:
-                self.hit(target, rules.PATCH)
+            if "sys.modules" in self.resolver.resolve(target.value):  # a module swapped
+                self.hit(target, rules.PATCH if key and rules.patched(key) else rules.IMPORTS)
 
     def _lambda_equality(self, name: str, value: ast.Lambda) -> None:
         folded = self.folder.fold(value.body)
@@ -268,6 +267,9 @@ class _Analysis:
         target = self.folder.text(node.args[0]) if node.args else None
         if func.attr in ("setattr", "delattr", "patch") and target not in (None, "builtins"):
             self.hit(node, rules.PATCH if target and rules.patched(target) else None)
+        if func.attr in ("setitem", "delitem") and node.args:  # monkeypatch.setitem(sys.modules)
+            swapped = "sys.modules" in self.resolver.resolve(node.args[0])
+            self.hit(node, rules.IMPORTS if swapped else None)
 
     def _getattr(self, node: ast.Call, funcs: frozenset[str]) -> None:
         """`getattr(os, name)` and its kin: what they fetch or patch, and computed names."""
@@ -317,6 +319,8 @@ class _Analysis:
             self.hit(node, rules.UNDER_TEST)
         if rules.RAW_PATH.search(text):
             self.hit(node, rules.RAW_FD)
+        if rules.SHELL_KILL.search(text):
+            self.hit(node, rules.SIGNAL)
         if rules.JUNIT_PATTERN.search(text):
             self.hit(node, rules.JUNIT)
         if OPTIONS.search(text):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import operator
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
-from typing import TypeAlias, TypeGuard, TypeVar
+from typing import Any, TypeAlias, TypeGuard, TypeVar
 
 MAX_LENGTH = 100_000
 """Longest string or bytes value folded; longer ones are unknown (no memory blow-up from
@@ -27,7 +28,11 @@ _STR_METHODS = frozenset({
 
 _Node = TypeVar("_Node", bound=ast.AST)
 _FOLDABLE = frozenset({ast.Constant, ast.JoinedStr, ast.BinOp, ast.UnaryOp, ast.BoolOp,
-                       ast.Subscript, ast.Call, ast.Name})  # fmt: skip
+                       ast.Subscript, ast.Call, ast.Name, ast.Compare, ast.IfExp})  # fmt: skip
+_COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,35 @@ class Folder:
             return self._call(node, depth)
         if isinstance(node, ast.Name):
             return self._name(node.id, depth)
+        if isinstance(node, ast.Compare):
+            return self._compare(node, depth)
+        if isinstance(node, ast.IfExp):
+            return self._ifexp(node, depth)
         return None
+
+    def _compare(self, node: ast.Compare, depth: int) -> Const | None:
+        """`1 == 1`: comparisons of constants, whose results are cheap to compute."""
+        left = self.fold(node.left, depth)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = self.fold(right_node, depth)
+            compare = _COMPARISONS.get(type(op))
+            if left is None or right is None or compare is None:
+                return None
+            try:
+                if not compare(left.value, right.value):
+                    return Const(False)
+            except TypeError:
+                return None
+            left = right
+        return Const(True)
+
+    def _ifexp(self, node: ast.IfExp, depth: int) -> Const | None:
+        """`a if test else b`: the branch the test picks, or the value both branches share."""
+        test = self.fold(node.test, depth)
+        body, orelse = self.fold(node.body, depth), self.fold(node.orelse, depth)
+        if test is not None:
+            return body if test.value else orelse
+        return body if body is not None and body == orelse else None
 
     def _joined(self, node: ast.JoinedStr, depth: int) -> Const | None:
         parts: list[str] = []

@@ -54,11 +54,23 @@ class Resolver:
         assigns += [(n.target, n.value) for n in of_type(nodes, ast.AnnAssign) if n.value]
         assigns += [(n.target, n.value) for n in of_type(nodes, ast.NamedExpr)]
         classes = list(of_type(nodes, ast.ClassDef))
+        # What calling a local function gives: `def m(): return os` makes `m()._exit` os._exit.
+        functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+            *of_type(nodes, ast.FunctionDef),
+            *of_type(nodes, ast.AsyncFunctionDef),
+        ]
+        returns = [(function.name, value) for function in functions for value in _returns(function)]
+        for function in functions:
+            self._bind(function.name, {f"<local>.{function.name}"})
         for _ in range(_PASSES):
             before = sum(map(len, self._bindings.values()))
             self._memo.clear()
             for target, value in assigns:
                 self._assign(target, self.resolve(value))
+                if isinstance(value, ast.Lambda):
+                    self._called(target, self.resolve(value.body))
+            for name, value in returns:
+                self._bind(f"<local>.{name}()", self.resolve(value))
             for cls in classes:
                 bases = {name for base in cls.bases for name in self.resolve(base) if inherit(name)}
                 self._bind(cls.name, bases)
@@ -106,6 +118,13 @@ class Resolver:
                 self._stars.append(module)
             else:
                 self._bind(alias.asname or alias.name, {f"{module}.{alias.name}"})
+
+    def _called(self, target: ast.expr, value: frozenset[str]) -> None:
+        """`target = lambda: value`: calling `target` gives `value`."""
+        dotted = _dotted(target) if isinstance(target, ast.Name | ast.Attribute) else None
+        if dotted is not None:
+            self._bind(dotted, {f"<local>.{dotted}"})
+            self._bind(f"<local>.{dotted}()", value)
 
     def _bind(self, name: str, targets: Iterable[str]) -> None:
         self._bound.add(name)
@@ -158,7 +177,9 @@ class Resolver:
         first = self._folder.text(args[0]) if args else None
         out: set[str] = set()
         for func in self.resolve(node.func, depth):
-            if func == "builtins.getattr" and len(args) >= 2:
+            if func == "operator.attrgetter" and first is not None:
+                out.add(f"operator.attrgetter({first})")  # called on an object below
+            elif func == "builtins.getattr" and len(args) >= 2:
                 attribute = self._folder.text(args[1])
                 if attribute is not None:
                     out |= {f"{owner}.{attribute}" for owner in self.resolve(args[0], depth)}
@@ -171,8 +192,14 @@ class Resolver:
             elif func.endswith(_GETTERS) and first is not None:
                 out |= self._lookup(func.rpartition(".")[0], first)
                 out.add(f"{func}()")
+            elif func.endswith(".__getattribute__") and first is not None:
+                out.add(f"{func.removesuffix('.__getattribute__')}.{first}")
+            elif func.startswith("operator.attrgetter(") and args:
+                attribute = func.removeprefix("operator.attrgetter(").removesuffix(")")
+                out |= {f"{owner}.{attribute}" for owner in self.resolve(args[0], depth)}
             else:
                 out.add(f"{func}()")
+                out |= self._bindings.get(f"{func}()", set())
         return frozenset(out)
 
     def _lookup(self, owner: str, key: str) -> frozenset[str]:
@@ -184,6 +211,21 @@ class Resolver:
         if owner in ("builtins.globals()", "builtins.locals()"):
             return self.name(key)
         return EMPTY
+
+
+def _returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    """The values `function` itself returns (not those of functions nested in it)."""
+    found: list[ast.expr] = []
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            found.append(node.value)
+        elif not isinstance(
+            node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+        ):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _dotted(node: ast.expr) -> str | None:
