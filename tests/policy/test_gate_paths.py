@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from frognano.policy.gate import Finding, TreeFacts, run_gate
+from frognano.policy.issues import PolicyError
+from frognano.policy.loader import load_policies
 from frognano.policy.models import GatePolicy, VerifyPolicy
 from tests.policy.fakes import AWS_KEY
 from tests.policy.gitrepo import GitRepo, new_files
@@ -250,3 +252,16 @@ def test_a_nul_byte_makes_a_file_binary_whatever_its_name() -> None:
     assert summary(run_gate(diff, facts, GatePolicy(), VerifyPolicy())) == [
         ("block", "binary", "notes.txt")
     ]
+
+
+def test_allowed_paths_are_checked_like_every_policy_glob(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(
+        "version: 1\ndefaults:\n  gate:\n    allowed_paths: ['/etc/**']\n", encoding="utf-8"
+    )
+
+    with pytest.raises(PolicyError) as caught:
+        load_policies(tmp_path)
+
+    assert "defaults.gate.allowed_paths[0]: the path pattern '/etc/**' is absolute" in str(
+        caught.value
+    )
