@@ -6,6 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from frognano.policy.automation import workflow_runners
 from frognano.policy.gate import TreeFacts
 
 DIFF_FLAGS = ("--cached", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
@@ -75,18 +76,54 @@ class GitRepo:
         return rows
 
     def facts(self, stage: bool = True) -> TreeFacts:
-        """Sizes of the added and modified files (lstat, as `workspace.file_sizes`) and the
-        paths of the base tree, decoded as the gate decodes paths."""
+        """What production tells the gate: sizes (lstat, as `workspace.file_sizes`) and bytes
+        (a symlink's target) of the added and modified files, the paths of the base tree,
+        decoded as the gate decodes paths, and what the base's workflows run."""
         if stage:
             self.stage()
         changed = self.git("diff", *DIFF_FLAGS, "--name-only", "-z", "--diff-filter=AMT", self.base)
         sizes = {}
+        contents = {}
         for raw in changed.split(b"\0"):
             if raw:
                 path = os.fsdecode(raw)
                 full = os.path.join(os.fsencode(self.root), raw)
+                if os.path.islink(full):
+                    contents[path] = os.readlink(full)
+                elif os.path.isfile(full):
+                    contents[path] = Path(os.fsdecode(full)).read_bytes()
                 if os.path.lexists(full):
                     sizes[path] = os.lstat(full).st_size
         listing = self.git("ls-tree", "-r", "-z", "--name-only", self.base)
         base = frozenset(os.fsdecode(raw) for raw in listing.split(b"\0") if raw)
-        return TreeFacts(sizes=sizes, base_paths=base)
+        workflows = {
+            path: self.git("show", f"{self.base}:{path}")
+            for path in sorted(base)
+            if path.startswith(".github/") or path.endswith((".sh", "action.yml"))
+        }
+        runners = workflow_runners(workflows)
+        return TreeFacts(
+            sizes=sizes,
+            base_paths=base,
+            contents=contents,
+            automation_paths=frozenset(runners),
+            automation_runners=runners,
+        )
+
+
+def new_files(files: dict[str, str | bytes]) -> tuple[bytes, TreeFacts]:
+    """The diff git prints for a patch that only adds `files` (text ending in a newline), and
+    the facts production computes for it: fast, for tables of file contents."""
+    diff = b""
+    contents = {}
+    for path, content in files.items():
+        data = content.encode() if isinstance(content, str) else content
+        lines = data.removesuffix(b"\n").split(b"\n")
+        diff += (
+            f"diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..1111111\n"
+            f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n"
+        ).encode()
+        diff += b"".join(b"+" + line + b"\n" for line in lines)
+        contents[path] = data
+    sizes = {path: len(data) for path, data in contents.items()}
+    return diff, TreeFacts(sizes=sizes, contents=contents)

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from frognano.policy import gate as gate_module
+from frognano.policy import scan
 from frognano.policy.gate import Finding, TreeFacts, blocked, run_gate
 from frognano.policy.models import GatePolicy, VerifyPolicy
+from tests.policy.fakes import AWS_KEY
 from tests.policy.gitrepo import GitRepo
 
-# Built at run time so that no scanner mistakes this file for a leak.
-AWS_KEY = "AKIA" + "Q3EGVCPZ7XN2LWTB"
 KEY_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
 PRIVATE_KEY = (
     "-----BEGIN " + "RSA PRIVATE KEY-----\n"
@@ -196,7 +196,7 @@ def test_a_workflow_edit_is_forbidden(repo: GitRepo) -> None:
     findings = check(repo)
 
     assert summary(findings) == [("block", "forbidden_path", ".github/workflows/ci.yml")]
-    assert "'.github/workflows/**'" in findings[0].reason
+    assert "'.github/**'" in findings[0].reason
 
 
 def test_deleting_a_forbidden_path_is_forbidden_too(repo: GitRepo) -> None:
@@ -330,39 +330,6 @@ def test_an_honest_eq_is_fine(repo: GitRepo) -> None:
     assert check(repo) == []
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        "@pytest.mark.xfail",
-        "@mark.skipif(True, reason='x')",
-        "pytest.skip('later')",
-        "@unittest.skip('later')",
-        "self.skipTest('later')",
-        "sys.exit(0)",
-        "os._exit(0)",
-        "raise SystemExit(0)",
-        "atexit.register(report)",
-        "def pytest_runtest_makereport(item, call):",
-        "def pytest_report_teststatus(report):",
-        "rep = TestReport.from_item_and_call(item, call)",
-        "from _pytest.runner import runtestprotocol",
-        "pytest.main = lambda *a: 0",
-        "setattr(unittest, 'TestCase', Fake)",
-        "session.exitstatus = 0",
-        "collect_ignore = ['test_app.py']",
-        "sys.stdout = io.StringIO()",
-        'addopts = "--deselect tests/test_app.py::test_add"',
-    ],
-)
-def test_test_weakening_code_is_suspicious(repo: GitRepo, line: str) -> None:
-    repo.write("src/app.py", APP + line + "\n")
-
-    findings = check(repo)
-
-    assert summary(findings) == [("warn", "suspicious", "src/app.py")]
-    assert findings[0].line == line
-
-
 def test_repeated_suspicious_lines_make_one_finding_each_kind(repo: GitRepo) -> None:
     repo.write("src/app.py", APP + "sys.exit(1)\nsys.exit(2)\nos._exit(3)\n")
 
@@ -396,18 +363,26 @@ def test_too_many_lines(repo: GitRepo) -> None:
     assert check(repo, GatePolicy(max_lines_changed=6)) == []
 
 
-def test_the_scan_is_bounded_and_says_so(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gate_module, "MAX_SCANNED_LINES", 5)
-    repo.write("a.py", f'k = "{AWS_KEY}"\n' + "x = 1\n" * 3)  # lines 1-4: scanned
-    repo.write("b.py", "y = 2\nsys.exit(0)\n")  # line 5 scanned, line 6 is not
+def test_a_scan_past_its_budget_blocks(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "MAX_SCANNED_LINES", 5)
+    repo.write("a.txt", f'k = "{AWS_KEY}"\n' + "x = 1\n" * 3)  # 4 lines: scanned
+    repo.write("b.txt", "y = 2\nz = 3\n")  # 2 more: past the budget, so not scanned at all
 
     findings = check(repo)
 
     assert summary(findings) == [
-        ("warn", "scan_incomplete", None),
-        ("block", "secret", "a.py"),
+        ("block", "scan_incomplete", None),
+        ("block", "secret", "a.txt"),
     ]
-    assert "1 added lines were not scanned" in findings[0].reason
+    assert "1 file(s) left (b.txt)" in findings[0].reason
+    assert blocked(findings)
+
+
+def test_the_budget_fits_a_patch_at_the_default_limits() -> None:
+    gate = GatePolicy()
+    # Every file the largest allowed size and parsed as Python, plus its added lines' worth.
+    assert gate.max_files_changed * gate.max_file_bytes <= scan.MAX_SCANNED_CHARS
+    assert 100 * gate.max_lines_changed <= scan.MAX_SCANNED_LINES
 
 
 def test_findings_are_sorted_by_path_then_kind_and_deterministic(repo: GitRepo) -> None:

@@ -45,7 +45,11 @@ SECTIONS: dict[str, type[BaseModel]] = {
 }
 
 #: Fields holding path globs, checked with `paths.check_glob`.
-PATH_GLOB_FIELDS = {("verify", "protected_paths"), ("gate", "forbidden_paths")}
+PATH_GLOB_FIELDS = {
+    ("verify", "protected_paths"),
+    ("gate", "forbidden_paths"),
+    ("gate", "allowed_paths"),
+}
 
 _OVERLAY_CONFIG = ConfigDict(
     extra="forbid",

@@ -10,13 +10,40 @@ Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Require = Literal["all_pass", "fail_to_pass", "no_regressions", "none"]
 
 DEFAULT_PROTECTED_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+# Everything a merge, a checkout or opening the folder can run or reconfigure: CI systems,
+# git hooks and hook managers, dev containers and cloud workspaces, editor and AI-assistant
+# settings that run commands, direnv, git's own attribute and submodule files, review routing
+# (CODEOWNERS) and dependency bots. Files with credentials are the secret scan's business.
 DEFAULT_FORBIDDEN_PATHS = (
-    ".github/workflows/**",
-    ".github/actions/**",
-    ".gitmodules",
-    "**/.env",
-    "**/*.pem",
-    "**/*.key",
+    ".github/**",
+    ".gitlab-ci.yml", ".gitlab/**", ".circleci/**", ".travis.yml",
+    "azure-pipelines.yml", "azure-pipelines.yaml", ".azure-pipelines/**", "**/Jenkinsfile",
+    "**/Jenkinsfile.*", ".buildkite/**", ".drone.yml", ".drone.yaml", ".woodpecker.yml",
+    ".woodpecker.yaml", ".woodpecker/**", "bitbucket-pipelines.yml", "appveyor.yml",
+    ".appveyor.yml", ".cirrus.yml", ".cirrus.star", ".semaphore/**", ".teamcity/**",
+    ".tekton/**", "cloudbuild.yaml", "cloudbuild.yml", "cloudbuild.json", "buildspec.yml",
+    "codemagic.yaml", ".readthedocs.yml", ".readthedocs.yaml", "netlify.toml", "vercel.json",
+    ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", ".husky/**", ".githooks/**",
+    ".git-hooks/**", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml",
+    "lefthook-local.yml", ".lefthook/**", ".overcommit.yml",
+    ".devcontainer/**", ".devcontainer.json", ".gitpod.yml", ".gitpod.Dockerfile",
+    ".codesandbox/**", ".replit", "replit.nix", "devbox.json",
+    ".vscode/**", ".idea/**", ".fleet/**", ".zed/**", "**/.dir-locals.el", ".exrc", ".nvimrc",
+    ".nvim.lua", ".claude/**", ".cursor/**", ".mcp.json", ".gemini/**",
+    ".envrc", "mise.toml", ".mise.toml", ".mise/**",
+    "**/.gitattributes", ".gitmodules", ".lfsconfig",
+    "CODEOWNERS", "docs/CODEOWNERS",
+    "renovate.json", "renovate.json5", ".renovaterc", ".renovaterc.json", ".renovaterc.json5",
+    ".mergify.yml", ".mergify/**", ".kodiak.toml",
+    "**/authorized_keys", "**/authorized_keys2",
+)  # fmt: skip
+# Inert files under .github/: GitHub only shows issue and pull-request templates in its forms.
+DEFAULT_ALLOWED_PATHS = (
+    ".github/ISSUE_TEMPLATE/**",
+    ".github/PULL_REQUEST_TEMPLATE/**",
+    ".github/{ISSUE_TEMPLATE,issue_template}.md",
+    ".github/{PULL_REQUEST_TEMPLATE,pull_request_template}.md",
+    ".gitlab/{issue_templates,merge_request_templates}/**",
 )
 
 
@@ -88,6 +115,11 @@ class GatePolicy(_Section):
     """What a patch may never contain."""
 
     forbidden_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_FORBIDDEN_PATHS))
+    """Globs of paths a patch may not add, change or delete (CI, hooks, editor and dev-container
+    settings, CODEOWNERS...); they also match in any letter case."""
+    allowed_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_PATHS))
+    """Exceptions to forbidden_paths, and to nothing else: a path matching one of these globs
+    exactly (case included) is not forbidden; files the workflows run and secrets still block."""
     max_files_changed: int = Field(default=20, ge=1)
     max_lines_changed: int = Field(default=800, ge=1)
     max_file_bytes: int = Field(default=1_000_000, ge=1)
@@ -95,8 +127,13 @@ class GatePolicy(_Section):
     allow_binary: bool = False
     allow_symlinks: bool = False
     secret_scan: bool = True
+    """Refuse patches that add credentials or files named like credential files."""
+    high_entropy: Literal["block", "warn"] = "block"
+    """Secrets found only by their randomness or by a keyword (`password = ...` in a config
+    file), which may be hashes or test data: block the patch, or warn in the pull request."""
     suspicious_patterns: Literal["warn", "block"] = "warn"
-    """Test-weakening code in added lines: skips, `sys.exit(`, report hooks, `__eq__` -> True."""
+    """Test-weakening code on added lines (exits, skips, runner patches, pytest hooks,
+    always-equal objects, test detection): warn in the pull request, or block it."""
 
 
 class PublishPolicy(_Section):
