@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from frognano.policy.gate import TreeFacts, run_gate
-from frognano.policy.models import GatePolicy, VerifyPolicy
+from frognano.policy.models import GatePolicy
 from frognano.policy.scan import MAX_SCANNED_CHARS
 
 _RANDOM = random.Random(0)  # noqa: S311 - test data, not cryptography
@@ -107,7 +107,7 @@ def _time(name: str, files: list[tuple[str, str]], modified: bool = False) -> No
         contents={path: text.encode() for path, text in files},
     )
     started = time.perf_counter()
-    findings = run_gate(diff, facts, gate, VerifyPolicy())
+    findings = run_gate(diff, facts, gate)
     elapsed = time.perf_counter() - started
     kinds = sorted({f"{finding.severity}:{finding.kind}" for finding in findings})
     megabytes = sum(len(text) for _, text in files) / 1e6

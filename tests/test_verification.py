@@ -11,8 +11,8 @@ import pytest
 
 from frognano.pipeline import SolveJob, SolveOutcome, solve
 from frognano.policy.models import EffectivePolicy, VerifyPolicy
+from frognano.run.apply import AppliedFile
 from frognano.settings import Settings
-from frognano.workspace import ChangedFile
 from tests.agent.scripted_server import ScriptedModelServer, Turn
 
 CALC = "def mean(xs):\n    return sum(xs) / len(xs)\n"
@@ -22,8 +22,8 @@ TESTS = (
     "def test_empty():\n    with pytest.raises(ValueError):\n        mean([])\n"
 )
 GUARD = "    if not xs:\n        raise ValueError('mean() of an empty list')\n"
-FAILING = "tests.test_calc::test_empty"
-PASSING = "tests.test_calc::test_mean"
+FAILING = "tests/test_calc.py::test_empty"
+PASSING = "tests/test_calc.py::test_mean"
 
 
 def make_repo(root: Path, tests: str = TESTS) -> Path:
@@ -78,7 +78,7 @@ async def test_a_real_fix_is_accepted(tmp_path: Path) -> None:
     outcome = await run(tmp_path, [read("calc.py"), FIX, DONE])
     assert outcome.patch_ready, outcome.reason
     assert outcome.changes == (
-        ChangedFile("calc.py", "100644", (CALC[:14] + GUARD + CALC[14:]).encode()),
+        AppliedFile("calc.py", "100644", (CALC[:14] + GUARD + CALC[14:]).encode()),
     )
     verification = outcome.report["verification"]
     assert verification["held"]
@@ -108,7 +108,8 @@ async def test_an_edited_test_does_not_certify_its_fix(tmp_path: Path) -> None:
     assert verification["effective_files"] == ["calc.py"]
     assert verification["comparison"]["still_failing"] == [FAILING]
     assert verification["comparison"]["fixed"] == []
-    assert "no test goes from failing to passing" in outcome.reason
+    assert "verification failed (fail_to_pass): the patch changes nothing" not in outcome.reason
+    assert "none of the 1 test(s) that fail on the base passes with the patch" in outcome.reason
     kinds = {(f["kind"], f["severity"]) for f in outcome.report["gate"]["findings"]}
     assert ("protected_change", "warn") in kinds
 
@@ -131,7 +132,9 @@ async def test_a_patch_that_breaks_a_passing_test_is_refused(tmp_path: Path) -> 
     comparison = outcome.report["verification"]["comparison"]
     assert comparison["fixed"] == [FAILING]
     assert comparison["broken"] == [PASSING]
-    assert f"1 test(s) that passed before fail now: {PASSING}" in outcome.reason
+    assert f"1 test(s) that passed on the base do not pass with the patch: {PASSING}" in (
+        outcome.reason
+    )
 
 
 async def test_a_patch_with_no_effect_is_refused(tmp_path: Path) -> None:
@@ -139,7 +142,7 @@ async def test_a_patch_with_no_effect_is_refused(tmp_path: Path) -> None:
     outcome = await run(tmp_path, [read("calc.py"), no_effect, DONE])
     assert not outcome.patch_ready
     assert outcome.report["verification"]["comparison"]["still_failing"] == [FAILING]
-    assert "no test goes from failing to passing" in outcome.reason
+    assert "none of the 1 test(s) that fail on the base passes with the patch" in outcome.reason
     # With `no_regressions` the same patch passes: nothing broke.
     relaxed = EffectivePolicy(verify=VerifyPolicy(require="no_regressions"))
     again = await run(tmp_path / "relaxed", [read("calc.py"), no_effect, DONE], relaxed)
@@ -159,9 +162,15 @@ async def test_a_new_test_of_the_agent_is_evidence(tmp_path: Path) -> None:
     outcome = await run(tmp_path, [read("calc.py"), FIX, write, DONE], tests=only_passing)
     assert outcome.patch_ready, outcome.reason
     verification = outcome.report["verification"]
-    assert verification["comparison"]["fixed"] == ["tests.test_empty::test_empty_list"]
-    assert verification["baseline"]["tests"]["tests.test_empty::test_empty_list"] == "failed"
+    new = "tests/test_empty.py::test_empty_list"
+    assert verification["comparison"]["fixed"] == []
+    assert verification["comparison"]["new_evidence"] == [new]
+    assert new not in verification["baseline"]["tests"]
+    assert verification["new_on_base"]["tests"] == {new: "failed"}
+    assert verification["new_on_patched"]["tests"] == {new: "passed"}
+    assert verification["new_test_files"] == ["tests/test_empty.py"]
     assert verification["restored"] == []
+    assert any("tests the agent wrote" in limit for limit in verification["limits"])
 
 
 async def test_a_hanging_suite_is_bounded_and_reported(tmp_path: Path) -> None:
@@ -189,7 +198,7 @@ async def test_an_unrelated_failure_only_matters_for_all_pass(
     outcome = await run(tmp_path, [read("calc.py"), FIX, DONE], policy, tests=ALSO_BROKEN)
     assert outcome.patch_ready is ready, outcome.reason
     assert outcome.report["verification"]["comparison"]["still_failing"] == [
-        "tests.test_calc::test_unrelated"
+        "tests/test_calc.py::test_unrelated"
     ]
 
 
@@ -270,7 +279,34 @@ async def test_a_tree_that_is_not_a_checkout(tmp_path: Path) -> None:
         outcome = await solve(Settings(model_base_url=server.base_url), job)
     assert outcome.patch_ready, outcome.reason
     by_path = {change.path: change for change in outcome.changes}
-    assert by_path["link"] == ChangedFile("link", "120000", b"tests")
+    assert by_path["link"] == AppliedFile("link", "120000", b"tests")
     assert by_path["run.sh"].mode == "100644"
-    assert by_path["pytest.ini"] == ChangedFile("pytest.ini", "", None)
+    # pytest.ini is part of the test harness: put back for verification, left out of the PR.
+    assert "pytest.ini" not in by_path
+    assert outcome.report["verification"]["restored"] == ["pytest.ini"]
     assert by_path["calc.py"].content is not None
+
+
+WRITER = (
+    "import pathlib\n\nROOT = pathlib.Path(__file__).parents[1]\n"
+    "(ROOT / '.git').mkdir(exist_ok=True)\n(ROOT / '.git' / 'HEAD').write_text('planted')\n"
+    "(ROOT / 'calc.py').write_text('# planted\\n' + (ROOT / 'calc.py').read_text())\n"
+    "(ROOT / 'planted.py').write_text('x = 1\\n')\n\n\n"
+    "def test_writer():\n    assert True\n"
+)
+
+
+async def test_what_tests_write_during_the_runs_is_never_published(tmp_path: Path) -> None:
+    """The published files are the base plus the gated diff, computed before any code ran:
+    a test that rewrites the tree and plants a .git in every run it is part of changes none
+    of them."""
+    write = Turn(calls=[("Write", {"file_path": "/workspace/tests/test_writer.py",
+                                   "content": WRITER})])  # fmt: skip
+    outcome = await run(tmp_path, [read("calc.py"), FIX, write, DONE])
+    assert outcome.patch_ready, outcome.reason
+    assert outcome.changes == (
+        AppliedFile("calc.py", "100644", (CALC[:14] + GUARD + CALC[14:]).encode()),
+        AppliedFile("tests/test_writer.py", "100644", WRITER.encode()),
+    )
+    runs = outcome.report["verification"]
+    assert runs["new_on_patched"]["tests"] == {"tests/test_writer.py::test_writer": "passed"}

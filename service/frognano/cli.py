@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -36,6 +36,9 @@ from frognano.sandbox.netcheck import (
 )
 from frognano.settings import Settings, load_settings
 from frognano.workspace import repo_name
+
+if TYPE_CHECKING:
+    from frognano.run.baselines import BaselineCache
 
 T = TypeVar("T")
 
@@ -340,6 +343,21 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
             "local/FOLDER)."
         ),
     ] = None,
+    fail_to_pass: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-to-pass",
+            help="A pytest node id that must pass with the patch (repeatable; sets the policy's "
+            "verify.fail_to_pass).",
+        ),
+    ] = None,
+    pass_to_pass: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pass-to-pass",
+            help="A pytest node id that must keep passing (repeatable; verify.pass_to_pass).",
+        ),
+    ] = None,
 ) -> None:
     """Run the agent on REPO_DIR for one issue; write patch.diff, report.json, report.md and
     trajectory.jsonl.
@@ -370,6 +388,16 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
                 update={"agent": policy.agent.model_copy(update={"max_steps": max_steps})}
             )
             source += f"; --max-steps {max_steps}"
+        if fail_to_pass or pass_to_pass:
+            lists = {
+                key: list(value)
+                for key, value in (("fail_to_pass", fail_to_pass), ("pass_to_pass", pass_to_pass))
+                if value
+            }
+            policy = policy.model_copy(update={"verify": policy.verify.model_copy(update=lists)})
+            source += "; " + ", ".join(
+                f"{len(v)} --{k.replace('_', '-')}" for k, v in lists.items()
+            )
     except ConfigError as exc:
         _fail(str(exc), 2)
     run_id = new_run_id()
@@ -384,6 +412,7 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         backend=sandbox or settings.sandbox,
         python_env=python_env,
         run_id=run_id,
+        baseline_cache=_baseline_cache(settings),
     )
     err = _console(stderr=True)
     live = LiveProgress(err, policy.agent.max_steps) if err.is_terminal else None
@@ -411,6 +440,13 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _baseline_cache(settings: Settings) -> BaselineCache | None:
+    from frognano.run.baselines import FileCache  # noqa: PLC0415
+
+    folder = settings.baseline_cache_dir()
+    return None if folder is None else FileCache(folder)
 
 
 @trajectory_app.command("show")

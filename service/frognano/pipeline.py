@@ -18,17 +18,24 @@ from frognano.agent.tools import TOOL_DEFINITIONS, TOOLS_JSON, ToolBox
 from frognano.agent.trajectory import TrajectoryWriter
 from frognano.errors import ConfigError, FrogNanoError, ModelError, SandboxUnavailable
 from frognano.log import get_logger
-from frognano.policy.gate import Finding, blocked, run_gate
+from frognano.policy.diff import parse_diff
+from frognano.policy.gate import Finding, blocked
 from frognano.policy.models import AgentPolicy, EffectivePolicy, quantity_bytes
 from frognano.reports import build_report, write_reports
+from frognano.run.apply import AppliedFile, apply_diff
+from frognano.run.baselines import BaselineCache
+from frognano.run.collector import COLLECTOR_MODULE, collector_source
+from frognano.run.gatecheck import check_patch
+from frognano.run.outcomes import Role
+from frognano.run.plan import Plan, make_plan
+from frognano.run.trees import HostTree
+from frognano.run.verification import Verification, verify
 from frognano.runid import new_run_id
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.k8s_pod import PodOptions, pod_options
 from frognano.settings import Settings
-from frognano.verification import verify_patch
-from frognano.verify import Verification
-from frognano.workspace import ChangedFile, Patch, collect_patch, prepare, upload_excludes
+from frognano.workspace import Patch, collect_patch, prepare, upload_excludes
 
 log = get_logger(__name__)
 
@@ -53,6 +60,8 @@ class SolveJob:
     A tree that is not a checkout, such as an extracted GitHub tarball, passes ()."""
     sandbox_labels: dict[str, str] = field(default_factory=dict)
     """Extra labels for Kubernetes sandbox pods (the worker adds the job's attempt)."""
+    baseline_cache: BaselineCache | None = None
+    """Where baseline runs are kept for reuse; None runs the baseline every time."""
 
 
 @dataclass
@@ -63,8 +72,9 @@ class SolveOutcome:
     reason: str
     report: dict[str, Any]
     out_dir: Path
-    changes: tuple[ChangedFile, ...] = ()
-    """The verified files to publish (only when `patch_ready`)."""
+    changes: tuple[AppliedFile, ...] = ()
+    """The files to publish (only when `patch_ready`): computed by FrogNano from the base
+    and the gated diff, exactly the tree the patch's tests ran in; never read from a sandbox."""
 
 
 @dataclass
@@ -79,6 +89,7 @@ class RunState:
     base_commit: str | None = None
     agent: AgentResult | None = None
     patch: Patch | None = None
+    plan: Plan | None = None
     verification: Verification | None = None
     findings: list[Finding] | None = None
     error: str | None = None
@@ -134,6 +145,9 @@ async def solve(
         python_env=job.python_env,
         limits=SandboxLimits(memory_bytes=quantity_bytes(job.policy.sandbox.memory)),
         pod=pod_options(job.policy, run_id=job.run_id, labels=job.sandbox_labels),
+    )
+    options = dataclasses.replace(
+        options, tool_files=((f"{COLLECTOR_MODULE}.py", collector_source()),)
     )
     try:
         if model is None:
@@ -196,14 +210,47 @@ async def _work(
                 run.patch = await collect_patch(box, run.base_commit)
     if run.patch is None or run.patch.empty:
         return
-    stage(f"verifying the patch in a fresh sandbox: {job.policy.verify.command}")
-    with _timed(run, "verify"):
-        verifying = dataclasses.replace(options, pod=_purpose(options.pod, "verify"))
-        async with await create_sandbox(job.backend, verifying) as fresh:
-            run.verification, facts = await verify_patch(
-                fresh, repo_dir, exclude, job.policy, run.patch.diff
+    await _check_and_verify(run, run.patch, options, exclude, stage)
+
+
+async def _check_and_verify(
+    run: RunState,
+    patch: Patch,
+    options: SandboxOptions,
+    exclude: list[str],
+    stage: Callable[[str], None],
+) -> None:
+    """Apply the diff to the base here, outside every sandbox; gate it; test it."""
+    job = run.job
+    stage("checking the patch")
+    base = await HostTree.scan(job.repo_dir, exclude)
+    try:
+        applied = await asyncio.to_thread(apply_diff, parse_diff(patch.diff), base)
+    except ValueError as exc:
+        run.findings = [
+            Finding(
+                "block",
+                "malformed",
+                f"the patch cannot be applied to the base ({exc}); it is neither tested nor "
+                "published",
             )
-    run.findings = run_gate(run.patch.diff, facts, job.policy.gate, job.policy.verify)
+        ]
+        return
+    run.plan = plan = make_plan(applied, base, base.paths, job.policy.verify)
+    run.findings = check_patch(patch.diff, applied, base, plan, job.policy)
+    stage(f"verifying the patch in fresh sandboxes: {job.policy.verify.command}")
+
+    async def sandbox_for(role: Role) -> Sandbox:
+        purpose = "verify-" + role.replace("_", "-")
+        return await create_sandbox(
+            job.backend, dataclasses.replace(options, pod=_purpose(options.pod, purpose))
+        )
+
+    identity = job.backend + (f" {job.policy.sandbox.image}" if job.backend != "local" else "")
+    with _timed(run, "verify"):
+        run.verification = await verify(
+            plan, base, job.policy, sandbox_for, identity=identity, cache=job.baseline_cache
+        )
 
 
 def _purpose(pod: PodOptions | None, purpose: str) -> PodOptions | None:
@@ -256,7 +303,7 @@ def _finish(run: RunState) -> SolveOutcome:
     patch_ready, reason = verdict(run)
     report = build_report(run, patch_ready, reason, time.monotonic() - run.started)
     write_reports(run.job.out_dir, report, run.patch.diff if run.patch else b"")
-    changes = run.verification.changes if patch_ready and run.verification else ()
+    changes = run.plan.published if patch_ready and run.plan else ()
     return SolveOutcome(patch_ready, reason, report, run.job.out_dir, changes)
 
 
@@ -278,10 +325,10 @@ def verdict(run: RunState) -> tuple[bool, str]:  # noqa: PLR0911 - one return pe
     if blocked(findings):
         reasons = "; ".join(f.reason for f in findings if f.severity == "block")
         return False, f"the gate blocked the patch: {reasons}"
-    if run.verification is None or not run.verification.verdict.held:
-        why = run.verification.verdict.reason if run.verification else "not verified"
+    if run.verification is None or not run.verification.held:
+        why = run.verification.reason if run.verification else "not verified"
         return False, f"verification failed ({run.job.policy.verify.require}): {why}"
-    reason = f"the gate passed and verification held: {run.verification.verdict.reason}"
+    reason = f"the gate passed and verification held: {run.verification.reason}"
     if agent.stop_reason is not StopReason.COMPLETED:
         reason += f" (the agent stopped early: {agent.detail})"
     return True, reason

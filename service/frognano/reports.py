@@ -12,7 +12,8 @@ from frognano import __version__
 
 if TYPE_CHECKING:
     from frognano.pipeline import RunState
-    from frognano.verify import TestRun
+    from frognano.run.outcomes import TestRun
+    from frognano.run.verification import Verification
 
 
 def build_report(run: RunState, patch_ready: bool, reason: str, total: float) -> dict[str, Any]:
@@ -61,20 +62,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
             "deletions": run.patch.deletions,
             "bytes": len(run.patch.diff),
         },
-        "verification": None
-        if verification is None
-        else {
-            "require": verification.require,
-            "held": verification.verdict.held,
-            "reason": verification.verdict.reason,
-            "restored": list(verification.restored),
-            "effective_files": list(verification.effective_files),
-            "comparison": None
-            if verification.comparison is None
-            else _lists(asdict(verification.comparison)),
-            "baseline": _run(verification.baseline),
-            "verification": _run(verification.verification),
-        },
+        "verification": _verification(verification),
         "gate": None
         if run.findings is None
         else {
@@ -90,6 +78,29 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
     }
 
 
+def _verification(verification: Verification | None) -> dict[str, Any] | None:
+    if verification is None:
+        return None
+    plan, runs, evidence = verification.plan, verification.runs, verification.evidence
+    return {
+        "require": verification.rules.require,
+        "held": verification.held,
+        "reason": verification.reason,
+        "baseline_usable": evidence.baseline_usable,
+        "restored": [r.path for r in plan.restored] if plan else [],
+        "restored_why": {r.path: r.why for r in plan.restored} if plan else {},
+        "effective_files": [c.path for c in plan.published] if plan else [],
+        "new_test_files": list(plan.new_test_files) if plan else [],
+        "comparison": _lists(asdict(evidence.comparison)) if runs else None,
+        "baseline": _run(runs.baseline) if runs else None,
+        "verification": _run(runs.patched) if runs else None,
+        "new_on_patched": _run(runs.new_on_patched) if runs else None,
+        "new_on_base": _run(runs.new_on_base) if runs else None,
+        "notes": list(verification.notes),
+        "limits": list(verification.limits),
+    }
+
+
 def _lists(values: dict[str, Any]) -> dict[str, Any]:
     return {
         key: list(value) if isinstance(value, tuple) else value for key, value in values.items()
@@ -99,16 +110,20 @@ def _lists(values: dict[str, Any]) -> dict[str, Any]:
 def _run(test_run: TestRun | None) -> dict[str, Any] | None:
     if test_run is None:
         return None
-    outcomes = test_run.outcomes
     return {
+        "role": test_run.role,
         "command": test_run.command,
         "exit_code": test_run.exit_code,
         "passed": test_run.passed,
+        "complete": test_run.complete,
         "timed_out": test_run.timed_out,
+        "cached": test_run.cached,
         "summary": test_run.summary,
         "duration": round(test_run.duration, 3),
-        "tests": None if outcomes is None else dict(sorted(outcomes.items())),
-        "report_note": test_run.report_note,
+        "tests": dict(sorted(test_run.outcomes.items())),
+        "failures": dict(sorted(test_run.crashes.items())),
+        "collection_errors": dict(sorted(test_run.collection_errors.items())),
+        "problems": list(test_run.problems),
         "output": test_run.output,
     }
 
@@ -168,21 +183,25 @@ def _verification_md(verification: dict[str, Any] | None) -> list[str]:
     lines += [
         f"Rule `{verification['require']}` {status}: {verification['reason']}.",
         "",
-        "The patch was tested on a fresh copy of the base, in a sandbox the agent never used.",
+        "Each test run started from a pristine copy of the base in a fresh sandbox the agent "
+        "never used; FrogNano applied the patch itself and collected the outcomes with its own "
+        "pytest plugin.",
     ]
-    if verification["restored"]:
-        restored = ", ".join(f"`{path}`" for path in verification["restored"])
-        lines.append(f"Test files the agent changed were restored to the base first: {restored}.")
+    for path in verification["restored"]:
+        why = verification.get("restored_why", {}).get(path, "")
+        lines.append(f"- `{path}` was put back to the base: {why}.")
     lines.append("")
-    for label, key in (("Before (base)", "baseline"), ("After (base + patch)", "verification")):
+    for label, key in _RUNS:
         test_run = verification.get(key)
         if test_run is None:
-            lines += [f"- {label}: not run", ""]
+            if key in ("baseline", "verification"):
+                lines.append(f"- {label}: not run")
             continue
+        problems = "; ".join(test_run["problems"])
         lines.append(
             f"- {label}: {test_run['summary']} (exit code {test_run['exit_code']}, "
-            f"{test_run['duration']:.1f} s)"
-            + (f"; {test_run['report_note']}" if test_run["report_note"] else "")
+            f"{test_run['duration']:.1f} s{', reused' if test_run['cached'] else ''})"
+            + (f"; not trusted: {problems}" if problems else "")
         )
     comparison = verification.get("comparison")
     if comparison:
@@ -191,13 +210,18 @@ def _verification_md(verification: dict[str, Any] | None) -> list[str]:
             ("Fixed (failing before, passing now)", "fixed"),
             ("Broken (passing before, failing now)", "broken"),
             ("Still failing", "still_failing"),
+            ("Failing differently", "fails_differently"),
             ("Skipped", "skipped"),
+            ("Added by the patch, failing without it and passing with it", "new_evidence"),
         ):
             tests = comparison[key]
             if tests:
                 shown = ", ".join(f"`{test}`" for test in tests[:20])
                 more = f" and {len(tests) - 20} more" if len(tests) > 20 else ""
                 lines.append(f"- {label}: {shown}{more}")
+    if verification.get("limits"):
+        lines += ["", "What this evidence does not show:", ""]
+        lines += [f"- {limit}" for limit in verification["limits"]]
     after = verification.get("verification")
     if after and after["output"]:
         lines += [
@@ -211,6 +235,14 @@ def _verification_md(verification: dict[str, Any] | None) -> list[str]:
             "</details>",
         ]
     return [*lines, ""]
+
+
+_RUNS = (
+    ("Before (base)", "baseline"),
+    ("After (base + patch)", "verification"),
+    ("New tests with the patch", "new_on_patched"),
+    ("New tests on the base", "new_on_base"),
+)
 
 
 def _gate_md(gate: dict[str, Any] | None) -> list[str]:

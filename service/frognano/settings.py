@@ -157,6 +157,18 @@ class Settings(BaseSettings):
     local_sandbox_mechanism: LocalMechanism = "auto"
     """How the local sandbox isolates: `bwrap`, `unshare` (root only) or `auto` (see docs)."""
 
+    baseline_cache: str = "~/.cache/frognano/baselines"
+    """Folder where `frognano solve` keeps baseline test runs to reuse on the same base,
+    setup, test command and environment; `off` runs the baseline every time. (The worker
+    keeps them in Redis.)"""
+
+    def baseline_cache_dir(self) -> Path | None:
+        """The baseline cache folder, or None when it is off."""
+        value = self.baseline_cache.strip()
+        if value.lower() in ("", "off"):
+            return None
+        return Path(os.path.expanduser(value))
+
     @classmethod
     def settings_customise_sources(
         cls,

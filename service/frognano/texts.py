@@ -248,7 +248,10 @@ def _run_line(label: str, run: Mapping[str, Any] | None) -> str:
         extra.append("timed out")
     if run.get("duration") is not None:
         extra.append(f"{float(run['duration']):.1f} s")
-    note = f"; {_md(str(run['report_note']))}" if run.get("report_note") else ""
+    if run.get("cached"):
+        extra.append("reused from an earlier run")
+    problems = "; ".join(str(problem) for problem in run.get("problems") or ())
+    note = f"; not trusted: {_md(problems)}" if problems else ""
     details = f" ({', '.join(extra)})" if extra else ""
     return f"- {label}: {_md(str(run.get('summary') or 'no summary'))}{details}{note}"
 
@@ -257,7 +260,15 @@ _COMPARISONS = (
     ("Fixed (failing before, passing now)", "fixed"),
     ("Broken (passing before, failing now)", "broken"),
     ("Still failing", "still_failing"),
+    ("Failing differently before and after", "fails_differently"),
     ("Skipped", "skipped"),
+    ("Added by the patch, failing without it and passing with it", "new_evidence"),
+)
+_RUN_LINES = (
+    ("Before (base)", "baseline"),
+    ("After (base + patch)", "verification"),
+    ("The patch's new tests, with the patch", "new_on_patched"),
+    ("The patch's new tests, on the base", "new_on_base"),
 )
 
 
@@ -271,12 +282,16 @@ def _evidence(verification: Mapping[str, Any] | None) -> list[_Part]:
             f"{_md(str(verification.get('reason') or '').rstrip('.'))}."
         ),
         _fixed(
-            "Tests ran in a fresh sandbox the agent never used, on the base and on the "
-            "base plus the patch."
+            "Each test run started from a pristine copy of the base in a fresh sandbox the "
+            "agent never used; FrogNano applied the patch itself and collected every outcome "
+            "with its own pytest plugin."
         ),
         _fixed(""),
-        _Part(_run_line("Before (base)", verification.get("baseline"))),
-        _Part(_run_line("After (base + patch)", verification.get("verification"))),
+        *(
+            _Part(_run_line(label, verification.get(key)))
+            for label, key in _RUN_LINES
+            if verification.get(key) is not None or key in ("baseline", "verification")
+        ),
     ]
     comparison = verification.get("comparison") or {}
     for label, key in _COMPARISONS:
@@ -288,10 +303,14 @@ def _evidence(verification: Mapping[str, Any] | None) -> list[_Part]:
     restored = list(verification.get("restored") or ())
     if restored:
         parts.append(
-            _Part(_items("Protected test files the agent changed, restored to the base", restored))
+            _Part(_items("Protected test and harness files put back to the base", restored))
         )
     else:
-        parts.append(_fixed("- Protected test files changed by the agent: none."))
+        parts.append(_fixed("- Protected test and harness files changed by the agent: none."))
+    limits = [str(limit) for limit in verification.get("limits") or ()]
+    if limits:
+        parts.append(_fixed("\n**What this evidence does not show:**\n"))
+        parts.append(_Part("\n".join(f"- {_md(limit)}" for limit in limits)))
     return parts
 
 
@@ -572,7 +591,11 @@ def no_pull_request_reason(report: Mapping[str, Any]) -> list[str]:
                 f"({_md(str(verification.get('reason') or ''))})."
             )
             comparison = verification.get("comparison") or {}
-            for label, key in (("Broken", "broken"), ("Still failing", "still_failing")):
+            for label, key in (
+                ("Broken", "broken"),
+                ("Failing differently", "fails_differently"),
+                ("Still failing", "still_failing"),
+            ):
                 values = list(comparison.get(key) or ())
                 if values:
                     lines.append(_items(label, values, limit=10))

@@ -36,6 +36,7 @@ from frognano.queue import (
     serialize,
 )
 from frognano.review import review_gate
+from frognano.run.baselines import RedisCache
 from frognano.sandbox.k8s_pod import ATTEMPT
 from frognano.sandbox.reaper import delete_attempt_pods, reap_namespace
 from frognano.settings import Settings
@@ -221,6 +222,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
                 backend=deps.settings.sandbox,
                 run_id=run_id,
                 sandbox_labels={ATTEMPT: str(ctx.get("job_try", 1))},
+                baseline_cache=RedisCache(deps.queue.redis),
             )
             max_steps = policy.agent.max_steps
             await status.set(

@@ -10,7 +10,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from frognano.errors import ConfigError, FrogNanoError, SandboxError, SetupError
+from frognano.errors import ConfigError, SandboxError, SetupError
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.paths import WORKSPACE
 
@@ -29,10 +29,13 @@ DIFF_EXCLUDES = (
     ".coverage.*",
     "htmlcov/",
 )
+# The repository's .gitattributes must not make the committed bytes differ from the files
+# (text=auto, eol, filters): FrogNano applies the diff to the files themselves, outside the
+# sandbox, and checks every result against the blob ids the diff names.
+NEUTRAL_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
 MAX_PATCH_BYTES = 16 * 1024 * 1024
 SETUP_TIMEOUT = 1800.0
 SETUP_OUTPUT_BYTES = 24_000
-_PATCH_FILE = "/tmp/frognano-patch.diff"  # noqa: S108 - the sandbox's own /tmp
 
 # Git inside the sandbox ignores system and user configuration and runs no hooks; the commit
 # date is fixed so the same tree always gives the same baseline commit.
@@ -61,17 +64,6 @@ class Patch:
     @property
     def empty(self) -> bool:
         return not self.diff
-
-
-@dataclass(frozen=True)
-class ChangedFile:
-    """One file of a verified patch, as a commit needs it."""
-
-    path: str
-    mode: str
-    """Git mode of the new file: 100644, 100755 or 120000 (symlink); "" for a deletion."""
-    content: bytes | None
-    """The new bytes (a symlink's target); None for a deletion."""
 
 
 def upload_excludes(repo_dir: Path) -> list[str]:
@@ -128,6 +120,7 @@ async def make_baseline(sandbox: Sandbox) -> str:
     script = (
         f"set -e; rm -rf .git; {_GIT} init -q; "
         f"printf %s {shlex.quote(excludes)} >> .git/info/exclude; "
+        f"printf %s {shlex.quote(NEUTRAL_ATTRIBUTES)} > .git/info/attributes; "
         # --force: every uploaded file is part of the base, even one the repo's rules ignore.
         f"{_GIT} add --all --force; "
         f"{_GIT} commit -q --no-verify --allow-empty -m 'FrogNano baseline'; "
@@ -149,7 +142,8 @@ async def collect_patch(sandbox: Sandbox, base: str) -> Patch:
     """
     if not _SHA.match(base):
         raise ValueError(f"not a commit id: {base!r}")
-    diff_flags = "--cached --no-color --no-ext-diff --no-textconv --no-renames"
+    # --full-index: whole blob ids, so each file is checked against the base by its full hash.
+    diff_flags = "--cached --no-color --no-ext-diff --no-textconv --no-renames --full-index"
     # base64 carries the diff out byte for byte (exec output is decoded as UTF-8).
     encoded = await _git_output(
         sandbox,
@@ -199,19 +193,7 @@ async def prepare(
     base = await make_baseline(sandbox)
     if not setup:
         return base
-    for command in setup:
-        result = await sandbox.exec(
-            command, cwd=WORKSPACE, timeout=SETUP_TIMEOUT, output_limit=SETUP_OUTPUT_BYTES
-        )
-        if not result.ok:
-            status = (
-                f"timed out after {SETUP_TIMEOUT:g} s"
-                if result.timed_out
-                else f"exited {result.exit_code}"
-            )
-            raise SetupError(
-                f"the policy's setup command `{command}` {status}:\n{result.output.strip()}"
-            )
+    await run_setup(sandbox, setup)
     # Files setup made that git does not ignore become part of the base; ignored ones (build
     # outputs, caches) stay as they are, outside every diff.
     script = (
@@ -226,93 +208,18 @@ async def prepare(
     return lines[-1]
 
 
-async def apply_patch(sandbox: Sandbox, diff: bytes) -> None:
-    """Apply a patch made by `collect_patch` to a fresh copy of the same base."""
-    await sandbox.write_file(_PATCH_FILE, diff)
-    result = await sandbox.exec(
-        f"{_GIT} apply --binary --whitespace=nowarn {_PATCH_FILE} && rm -f {_PATCH_FILE}",
-        cwd=WORKSPACE,
-        timeout=600,
-    )
-    if not result.ok:
-        raise FrogNanoError(
-            f"the patch does not apply to a fresh copy of the base: {result.output.strip()}"
+async def run_setup(sandbox: Sandbox, commands: Sequence[str]) -> None:
+    """The policy's setup commands, in order, in /workspace; SetupError on the first failure."""
+    for command in commands:
+        result = await sandbox.exec(
+            command, cwd=WORKSPACE, timeout=SETUP_TIMEOUT, output_limit=SETUP_OUTPUT_BYTES
         )
-
-
-async def changed_files(sandbox: Sandbox, base: str) -> list[tuple[str, str]]:
-    """(status, path) of each file the working tree changes against base: A, M, T (type
-    change, e.g. a file made a symlink) or D."""
-    listing = await _git_output(
-        sandbox, f"{_GIT} add --all && {_GIT} diff --cached --name-status --no-renames -z {base}"
-    )
-    fields = listing.split("\0")
-    return [
-        (status[:1], path) for status, path in zip(fields[0::2], fields[1::2], strict=False) if path
-    ]
-
-
-async def read_changes(sandbox: Sandbox, base: str) -> list[ChangedFile]:
-    """The working tree's changes against base with their new modes and bytes, read inside
-    the sandbox (a symlink's target with `readlink`, never followed)."""
-    listing = await _git_output(
-        sandbox, f"{_GIT} add --all && {_GIT} diff --cached --raw --no-renames -z {base}"
-    )
-    fields = listing.split("\0")
-    changes: list[ChangedFile] = []
-    for header, path in zip(fields[0::2], fields[1::2], strict=False):
-        if not path:
-            continue
-        # ":100644 100755 <old sha> <new sha> M"
-        _, new_mode, _, _, status = header.lstrip(":").split()
-        if status.startswith("D"):
-            changes.append(ChangedFile(path, "", None))
-        elif new_mode == "120000":
-            target = await _git_output(sandbox, f"readlink -n -- {shlex.quote(path)}")
-            changes.append(ChangedFile(path, new_mode, target.encode("utf-8", "surrogateescape")))
-        else:
-            data = await sandbox.read_file(f"{WORKSPACE}/{path}")
-            changes.append(ChangedFile(path, new_mode, data))
-    return changes
-
-
-async def restore(sandbox: Sandbox, base: str, paths: Sequence[str]) -> None:
-    """Put `paths` back to their content in base (they must exist there)."""
-    if paths:
-        await _git_output(
-            sandbox,
-            f"{_GIT} checkout {base} --pathspec-from-file=- --pathspec-file-nul",
-            stdin=_nul_list(paths),
-        )
-
-
-async def reset(sandbox: Sandbox) -> None:
-    """Back to the base commit: tracked files restored, new files removed (ignored ones, such
-    as caches and setup's build outputs, stay)."""
-    await _git_output(sandbox, f"{_GIT} reset -q --hard HEAD && {_GIT} clean -fdq")
-
-
-async def base_paths(sandbox: Sandbox, base: str) -> frozenset[str]:
-    listing = await _git_output(sandbox, f"{_GIT} ls-tree -r -z --name-only {base}")
-    return frozenset(path for path in listing.split("\0") if path)
-
-
-async def file_sizes(sandbox: Sandbox, paths: Sequence[str]) -> dict[str, int]:
-    """Sizes in bytes of files in /workspace (a symlink's own size); missing ones are left out."""
-    if not paths:
-        return {}
-    script = (
-        'while IFS= read -r -d \'\' p; do if [ -e "$p" ] || [ -L "$p" ]; then '
-        'printf \'%s\\t%s\\0\' "$(stat -c %s -- "$p")" "$p"; fi; done'
-    )
-    listing = await _git_output(sandbox, script, stdin=_nul_list(paths))
-    sizes: dict[str, int] = {}
-    for record in listing.split("\0"):
-        size, _, path = record.partition("\t")
-        if path and size.isdigit():
-            sizes[path] = int(size)
-    return sizes
-
-
-def _nul_list(paths: Sequence[str]) -> bytes:
-    return b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in paths)
+        if not result.ok:
+            status = (
+                f"timed out after {SETUP_TIMEOUT:g} s"
+                if result.timed_out
+                else f"exited {result.exit_code}"
+            )
+            raise SetupError(
+                f"the policy's setup command `{command}` {status}:\n{result.output.strip()}"
+            )

@@ -183,7 +183,7 @@ def test_body_sections_in_order() -> None:
     assert "- Still failing (1): `tests/test_app.py::test_flaky`" in body
     assert "- Skipped (1): `tests/test_app.py::test_slow`" in body
     assert "Broken" not in body  # empty lists are left out
-    assert "restored to the base (1): `tests/test_old.py`" in body
+    assert "put back to the base (1): `tests/test_old.py`" in body
     assert "- **warn** large_file `src/data.json`: the file is large" in body
     assert "- Steps: 12 of 150; tool calls: 30 (2 failed)" in body
     assert "120,000 prompt (90,000 from the prefix cache, 75%), 3,000 generated" in body

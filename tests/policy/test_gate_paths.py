@@ -10,7 +10,7 @@ import pytest
 from frognano.policy.gate import Finding, TreeFacts, run_gate
 from frognano.policy.issues import PolicyError
 from frognano.policy.loader import load_policies
-from frognano.policy.models import GatePolicy, VerifyPolicy
+from frognano.policy.models import GatePolicy
 from tests.policy.fakes import AWS_KEY
 from tests.policy.gitrepo import GitRepo, new_files
 
@@ -43,7 +43,7 @@ def repo(tmp_path: Path) -> GitRepo:
 
 
 def check(repo: GitRepo, gate: GatePolicy | None = None) -> list[Finding]:
-    return run_gate(repo.diff(), repo.facts(), gate or GatePolicy(), VerifyPolicy())
+    return run_gate(repo.diff(), repo.facts(), gate or GatePolicy())
 
 
 def summary(findings: list[Finding]) -> list[tuple[str, str, str | None]]:
@@ -222,14 +222,14 @@ def test_an_elf_shipped_as_a_text_diff_is_binary(tmp_path: Path) -> None:
     repo.write("tools/helper.bin", ELF)
 
     diff = repo.diff()
-    with_bytes = run_gate(diff, repo.facts(), GatePolicy(), VerifyPolicy())
-    diff_only = run_gate(diff, TreeFacts(sizes={}), GatePolicy(), VerifyPolicy())
+    with_bytes = run_gate(diff, repo.facts(), GatePolicy())
+    diff_only = run_gate(diff, TreeFacts(sizes={}), GatePolicy())
 
     assert b"GIT binary patch" not in diff
     assert b"Binary files" not in diff
     assert summary(with_bytes) == [("block", "binary", "tools/helper.bin")]
     assert summary(diff_only) == [("block", "binary", "tools/helper.bin")]
-    assert run_gate(diff, repo.facts(), GatePolicy(allow_binary=True), VerifyPolicy()) == []
+    assert run_gate(diff, repo.facts(), GatePolicy(allow_binary=True)) == []
 
 
 def test_text_that_git_calls_binary_is_text_and_is_scanned(tmp_path: Path) -> None:
@@ -249,7 +249,7 @@ def test_text_that_git_calls_binary_is_text_and_is_scanned(tmp_path: Path) -> No
 def test_a_nul_byte_makes_a_file_binary_whatever_its_name() -> None:
     diff, facts = new_files({"notes.txt": b"text\x00more\n"})
 
-    assert summary(run_gate(diff, facts, GatePolicy(), VerifyPolicy())) == [
+    assert summary(run_gate(diff, facts, GatePolicy())) == [
         ("block", "binary", "notes.txt")
     ]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from frognano.policy.gate import Finding, TreeFacts, run_gate
-from frognano.policy.models import GatePolicy, VerifyPolicy
+from frognano.policy.models import GatePolicy
 from tests.policy.gitrepo import GitRepo, new_files
 
 EXIT = "os._exit()"
@@ -48,7 +48,7 @@ ELF_BASE64 = base64.b64encode(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 2).de
 
 def findings_for(path: str, text: str, gate: GatePolicy | None = None) -> list[Finding]:
     diff, facts = new_files({path: text})
-    return run_gate(diff, facts, gate or GatePolicy(), VerifyPolicy())
+    return run_gate(diff, facts, gate or GatePolicy())
 
 
 def labels(findings: list[Finding]) -> list[str]:
@@ -266,9 +266,9 @@ def test_only_added_lines_are_reported(tmp_path: Path) -> None:
     repo.write("src/cli.py", "import sys\n\n\ndef main():\n    sys.exit(0)\n")
     repo.commit_base()
     repo.write("src/cli.py", "import sys\n\n\ndef main():\n    sys.exit(0)\n\n\nX = 1\n")
-    unrelated = run_gate(repo.diff(), repo.facts(), GatePolicy(), VerifyPolicy())
+    unrelated = run_gate(repo.diff(), repo.facts(), GatePolicy())
     repo.write("src/cli.py", "import sys\n\nquit = sys.exit\n\n\ndef main():\n    quit(0)\n")
-    aliased = run_gate(repo.diff(), repo.facts(), GatePolicy(), VerifyPolicy())
+    aliased = run_gate(repo.diff(), repo.facts(), GatePolicy())
 
     assert unrelated == []
     assert [(finding.kind, finding.line) for finding in aliased] == [
@@ -294,7 +294,7 @@ def test_without_the_new_text_the_added_lines_are_read_alone(tmp_path: Path) -> 
     )
     facts = TreeFacts(sizes={})  # no contents: the documented fallback to what the diff shows
 
-    findings = run_gate(repo.diff(), facts, GatePolicy(), VerifyPolicy(protected_paths=[]))
+    findings = run_gate(repo.diff(), facts, GatePolicy())
 
     assert {finding.line for finding in findings} == {"@pytest.mark.skip", "os._exit(0)"}
 

@@ -8,7 +8,7 @@ import base64
 import pytest
 
 from frognano.policy.gate import Finding, run_gate
-from frognano.policy.models import GatePolicy, VerifyPolicy
+from frognano.policy.models import GatePolicy
 from tests.policy.fakes import (
     API_KEY,
     AWS_KEY,
@@ -27,7 +27,7 @@ HEAD, TAIL = GITHUB_TOKEN[:18], GITHUB_TOKEN[18:]
 
 def scan(path: str, text: str, gate: GatePolicy | None = None) -> list[Finding]:
     diff, facts = new_files({path: text})
-    return run_gate(diff, facts, gate or GatePolicy(), VerifyPolicy())
+    return run_gate(diff, facts, gate or GatePolicy())
 
 
 def kinds(findings: list[Finding]) -> list[tuple[str, str]]:

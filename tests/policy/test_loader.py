@@ -541,21 +541,21 @@ def test_explain_values_equal_for_repo(tmp_path: Path) -> None:
 # Checks of the merged result (EffectivePolicy), with the line of the key that broke them
 
 
-class _NeedsJunit(EffectivePolicy):
-    """EffectivePolicy with a check that spans files: a non-pytest command needs junit_xml."""
+class _NeedsList(EffectivePolicy):
+    """EffectivePolicy with a check that spans files: a non-pytest command needs fail_to_pass."""
 
     @model_validator(mode="after")
-    def _junit(self) -> _NeedsJunit:
-        if "pytest" not in self.verify.command and self.verify.junit_xml is None:
-            raise ValueError("a command other than pytest needs verify.junit_xml")
+    def _list(self) -> _NeedsList:
+        if "pytest" not in self.verify.command and not self.verify.fail_to_pass:
+            raise ValueError("a command other than pytest needs verify.fail_to_pass")
         return self
 
 
 def test_checks_across_keys_point_at_the_key_that_broke_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(merge, "EffectivePolicy", _NeedsJunit)
-    write(tmp_path, "10-a.yaml", "version: 1\ndefaults:\n  verify: {junit_xml: out.xml}\n")
+    monkeypatch.setattr(merge, "EffectivePolicy", _NeedsList)
+    write(tmp_path, "10-a.yaml", "version: 1\ndefaults:\n  verify: {fail_to_pass: [t]}\n")
     write(
         tmp_path,
         "20-b.yaml",
@@ -563,7 +563,7 @@ def test_checks_across_keys_point_at_the_key_that_broke_them(
         version: 1
         repos:
           - match: acme/*
-            verify: {junit_xml: null}
+            verify: {fail_to_pass: []}
           - match: acme/api
             verify:
               command: make test
@@ -571,7 +571,7 @@ def test_checks_across_keys_point_at_the_key_that_broke_them(
     )
     # Each rule alone on top of the defaults is fine, so the set loads...
     policies = load_policies(tmp_path)
-    assert policies.for_repo("acme/web").verify.junit_xml is None
+    assert policies.for_repo("acme/web").verify.fail_to_pass == []
     # ...but acme/api gets both rules, and that combination breaks the check.
     with pytest.raises(PolicyError) as caught:
         policies.for_repo("acme/api")
@@ -580,14 +580,14 @@ def test_checks_across_keys_point_at_the_key_that_broke_them(
     # The check spans the whole policy, so the issue points at the key set last: the rule that
     # tipped the combination over.
     assert (issue.line, issue.path) == (7, "repos[1].verify.command")
-    assert "needs verify.junit_xml" in issue.message
+    assert "needs verify.fail_to_pass" in issue.message
     assert "in the policy of acme/api" in issue.message
 
     # A rule that breaks it on its own is an error at load time.
     write(
         tmp_path,
         "30-c.yaml",
-        "version: 1\nrepos:\n  - match: x/y\n    verify: {command: go, junit_xml: null}\n",
+        "version: 1\nrepos:\n  - match: x/y\n    verify: {command: go, fail_to_pass: []}\n",
     )
     issue = the_issue(tmp_path)
     assert (issue.file.name, issue.line) == ("30-c.yaml", 4)

@@ -15,7 +15,7 @@ from frognano.policy.findings import (
     TreeFacts,
     display,
 )
-from frognano.policy.models import GatePolicy, VerifyPolicy
+from frognano.policy.models import GatePolicy
 from frognano.policy.paths import path_matches
 
 __all__ = ["SHOWN_CHARS", "Finding", "Severity", "TreeFacts", "blocked", "run_gate"]
@@ -30,9 +30,7 @@ def blocked(findings: Sequence[Finding]) -> bool:
     return any(finding.severity == "block" for finding in findings)
 
 
-def run_gate(
-    diff: bytes, facts: TreeFacts, gate: GatePolicy, verify: VerifyPolicy
-) -> list[Finding]:
+def run_gate(diff: bytes, facts: TreeFacts, gate: GatePolicy) -> list[Finding]:
     """Every finding of `diff` under the policy, sorted by path (global ones first), then kind.
 
     Pure: no I/O, and nothing it keeps between calls changes an answer. Any `block` finding
@@ -57,7 +55,7 @@ def run_gate(
     findings: list[Finding] = [*_limits(changes, gate)]
     deleted = {change.path for change in changes if change.status == "deleted"}
     for change in changes:
-        findings.extend(_file_findings(change, facts, gate, verify, deleted))
+        findings.extend(_file_findings(change, facts, gate, deleted))
     findings.extend(scan.scan(changes, facts, gate))
 
     unique = list(dict.fromkeys(findings))  # a type change lists its path twice
@@ -88,33 +86,12 @@ def _file_findings(
     change: FileChange,
     facts: TreeFacts,
     gate: GatePolicy,
-    verify: VerifyPolicy,
     deleted: set[str],
 ) -> Iterator[Finding]:
     path = change.path
     shown = display(path)
     verb = {"added": "adds", "modified": "changes", "deleted": "deletes"}[change.status]
     yield from _path_findings(change, facts, gate, shown, verb)
-
-    if change.status != "added":
-        protected = path_matches(path, verify.protected_paths)
-        if protected is not None:
-            if verify.on_protected_change == "block":
-                yield Finding(
-                    "block",
-                    "protected_change",
-                    f"the patch {verb} the protected test file {shown} ({protected!r}); "
-                    "fix the code instead of the tests, or edit verify.protected_paths",
-                    path,
-                )
-            else:
-                yield Finding(
-                    "warn",
-                    "protected_change",
-                    f"{shown} was restored to its base content for verification, because the "
-                    f"patch {verb} this protected test file ({protected!r})",
-                    path,
-                )
 
     yield from _kind_findings(change, facts, gate, shown, verb)
     yield from _content_findings(change, facts, gate, shown, deleted)

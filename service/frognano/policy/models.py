@@ -9,7 +9,16 @@ from pydantic import BaseModel, ConfigDict, Field
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Require = Literal["all_pass", "fail_to_pass", "no_regressions", "none"]
 
-DEFAULT_PROTECTED_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+# Matched at any depth (`tests/**` also covers `src/pkg/tests/data.json`).
+DEFAULT_PROTECTED_PATHS = (
+    "tests/**",
+    "test/**",
+    "testing/**",
+    "test_*.py",
+    "*_test.py",
+    "tests.py",
+    "conftest.py",
+)
 # Everything a merge, a checkout or opening the folder can run or reconfigure: CI systems,
 # git hooks and hook managers, dev containers and cloud workspaces, editor and AI-assistant
 # settings that run commands, direnv, git's own attribute and submodule files, review routing
@@ -96,19 +105,24 @@ class VerifyPolicy(_Section):
     """Which tests count, and what they must show."""
 
     command: str = Field(default="python -m pytest -q", min_length=1)
-    """Run in /workspace; pytest gets `--junitxml` added so each test's outcome is known."""
+    """Run in /workspace; it must run pytest, which loads FrogNano's result collector."""
     timeout_seconds: float = Field(default=1800, gt=0, le=21600)
     """Bound on each test run (baseline and verification)."""
     baseline: bool = True
     """Run the tests on the untouched repository too, to tell fixed tests from broken ones."""
     require: Require = "fail_to_pass"
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED_PATHS))
-    """Globs of test files the agent may not change to certify its own fix."""
+    """Globs, matched at any depth, of test files the agent may add but not change or delete
+    (the test harness, such as conftest.py and pytest's configuration, is always protected)."""
     on_protected_change: Literal["revert", "block"] = "revert"
     """`revert`: verify with those files restored to the base; `block`: fail the gate."""
-    junit_xml: str | None = None
-    """For commands other than pytest: a JUnit XML report file the command writes, relative to
-    /workspace; without it only the exit code counts."""
+    fails_differently: Literal["block", "warn"] = "block"
+    """A test that fails before and after the patch, but not the same way."""
+    fail_to_pass: list[str] = Field(default_factory=list)
+    """pytest node ids that must pass with the patch (for evaluation); replaces the rule that
+    some failing test must be fixed."""
+    pass_to_pass: list[str] = Field(default_factory=list)
+    """pytest node ids that must still pass with the patch (for evaluation)."""
 
 
 class GatePolicy(_Section):
@@ -132,8 +146,12 @@ class GatePolicy(_Section):
     """Secrets found only by their randomness or by a keyword (`password = ...` in a config
     file), which may be hashes or test data: block the patch, or warn in the pull request."""
     suspicious_patterns: Literal["warn", "block"] = "warn"
-    """Test-weakening code on added lines (exits, skips, runner patches, pytest hooks,
-    always-equal objects, test detection): warn in the pull request, or block it."""
+    """Test-weakening code on added lines (skips, sys.exit, atexit, dynamic code, a new
+    conftest.py): warn in the pull request, or block it."""
+    tampering: Literal["block", "warn"] = "block"
+    """Code that can make tests pass with no fix at all (hard exits, raw descriptor writes,
+    frame or garbage-collector introspection, pytest hooks and patches, swapped modules, an
+    always-true `__eq__`, code that checks whether it runs under the tests): block or warn."""
 
 
 class PublishPolicy(_Section):

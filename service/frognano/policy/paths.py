@@ -34,6 +34,15 @@ def path_matches(path: str, patterns: Sequence[str]) -> str | None:
     return None
 
 
+def path_matches_anywhere(path: str, patterns: Sequence[str]) -> str | None:
+    """Like `path_matches`, but each pattern may also match below any folder: `tests/**`
+    matches `tests/a.py` and `pkg/tests/a.py` (how `verify.protected_paths` is read)."""
+    for pattern in patterns:
+        if _matcher(pattern).match(path) or _matcher(f"**/{pattern}").match(path):
+            return pattern
+    return None
+
+
 @lru_cache(maxsize=1024)
 def _matcher(pattern: str) -> glob.WcMatcher[str]:
     return glob.compile(pattern, flags=FLAGS)

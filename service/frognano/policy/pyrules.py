@@ -36,6 +36,17 @@ ANY_EQUAL = "an object equal to everything (unittest.mock.ANY), which passes any
 IMPORTS = ("a change to the import system (sys.modules entries, sys.meta_path), which can swap "
            "the code under test for another")  # fmt: skip
 ENCODING = "a source encoding declaration ({}), under which Python reads other code than shown"
+MODULES = ("a walk through sys.modules (values, items, get...), which reaches every loaded "
+           "module, the test runner's and FrogNano's collector included")  # fmt: skip
+COLLECTOR = "a reference to FrogNano's own result collector, which reports the verdict's outcomes"
+
+TAMPERING = frozenset({
+    EXIT, SIGNAL, RAW_FD, INTROSPECTION, ALWAYS_EQUAL, PLUGIN, PATCH, RESULTS, UNDER_TEST,
+    CTYPES, ANY_EQUAL, IMPORTS, ENCODING, COLLECTOR, MODULES,
+})  # fmt: skip
+"""Labels of code that can turn a verdict green with no fix at all (forge or cut short what the
+collector sees, or answer the tests' questions only under test): `gate.tampering` decides
+them. The rest (skips, sys.exit, atexit, dynamic code) follow `gate.suspicious_patterns`."""
 
 OS_MODULES = ("os", "posix", "nt")
 DANGER: dict[str, str] = {
@@ -72,6 +83,9 @@ DANGER: dict[str, str] = {
     **dict.fromkeys(("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache",
                      "sys.modules.update", "sys.modules.setdefault", "importlib.reload"), IMPORTS),
     **dict.fromkeys(("ctypes", "_ctypes", "cffi"), CTYPES),
+    **dict.fromkeys(("frognano_collector", "frognano"), COLLECTOR),
+    **dict.fromkeys(("sys.modules.values", "sys.modules.items", "sys.modules.keys",
+                     "sys.modules.get", "sys.modules.copy", "sys.modules.pop"), MODULES),
 }  # fmt: skip
 RAISED = frozenset({"builtins.SystemExit", "builtins.KeyboardInterrupt"})
 KILL = frozenset(f"{os}.{name}" for os in OS_MODULES for name in ("kill", "killpg"))

@@ -17,6 +17,7 @@ from frognano.policy.findings import (
     display,
 )
 from frognano.policy.models import GatePolicy
+from frognano.policy.pyrules import ENCODING, TAMPERING
 
 MAX_SCANNED_CHARS = 24_000_000
 """Characters scanned in all: the added text, plus the whole new text of each Python file, which
@@ -173,14 +174,25 @@ def _scan_file(path: str, view: _View, gate: GatePolicy) -> Iterator[Finding]:
             quote(indexes[0]),
         )
     for label, indexes in _grouped(suspicious):
+        tampering = _is_tampering(label)
         yield Finding(
-            gate.suspicious_patterns,
-            "suspicious",
+            gate.tampering if tampering else gate.suspicious_patterns,
+            "tampering" if tampering else "suspicious",
             f"{shown} adds {label} ({count_lines(len(indexes))}), which can make failing "
-            "tests pass without a fix; check that it is justified",
+            "tests pass without a fix; "
+            + (
+                "a fix does not need it, so it is refused (gate.tampering)"
+                if tampering and gate.tampering == "block"
+                else "check that it is justified"
+            ),
             path,
             quote(indexes[0]),
         )
+
+
+def _is_tampering(label: str) -> bool:
+    # The encoding label is formatted with the encoding's name: compare its fixed start.
+    return label in TAMPERING or label.startswith(ENCODING.split("{", 1)[0])
 
 
 def _grouped(pairs: Iterable[tuple[int, str]]) -> Iterator[tuple[str, list[int]]]:

@@ -1,160 +1,113 @@
-"""Per-test outcomes of a test command, as FrogNano's collector reported them, and problems."""
+"""One test run as verification sees it: its role, its outcomes, and whether they count."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
+from dataclasses import dataclass, field
 from typing import Literal
 
-Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
-OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
-FAILING: frozenset[Outcome] = frozenset({"failed", "error"})
-Phase = Literal["setup", "call", "teardown"]
-PhaseOutcome = Literal["passed", "failed", "skipped"]
-ProblemKind = Literal[
-    "tampered",  # a record the collector did not write, or records out of order
-    "no_session",  # no pytest session reported at all
-    "unfinished",  # a session started and never finished
-    "unreported",  # collected tests without a result
-    "unexpected",  # a result for a test that was not collected
-    "duplicate",  # a test id collected or reported more than once
-    "exit_status",  # pytest's exit status is a failure of the run, or contradicts the results
-    "exit_code",  # the test command's exit code contradicts what pytest reported
-    "selection",  # the collector could not read the list of test files to run
-]
+from frognano.run.collected import FAILING, Outcome
+
+__all__ = ["FAILING", "PASSING", "Outcome", "Role", "TestRun", "failure_signature", "file_of"]
+
+Role = Literal["baseline", "patched", "new_on_patched", "new_on_base"]
+
+PASSING: frozenset[str] = frozenset({"passed", "xpassed"})
+# Skipped and xfailed tests are in neither set: no assertion of theirs held.
+
+ROLE_TITLES: Mapping[Role, str] = {
+    "baseline": "the base",
+    "patched": "base + patch",
+    "new_on_patched": "the patch's new tests, with the patch",
+    "new_on_base": "the patch's new tests, on the base",
+}
 
 
 @dataclass(frozen=True)
-class Problem:
-    """Why the results cannot be taken as they are."""
-
-    kind: ProblemKind
-    message: str
-
-
-@dataclass(frozen=True)
-class TestResult:
-    """One test's result, as one pytest session reported it."""
+class TestRun:
+    """One run of the test command in a sandbox of its own, from a pristine tree."""
 
     __test__ = False  # a result type, not a pytest test class
 
-    id: str
-    outcome: Outcome
+    role: Role
+    command: str
+    exit_code: int | None
+    timed_out: bool
     duration: float
-    phases: Mapping[Phase, PhaseOutcome]
-    crash: str | None
-    """Why the deciding phase failed, for failed and error outcomes."""
-    pid: int
-
-
-@dataclass(frozen=True)
-class CollectError:
-    """A file (or other collector node) pytest could not collect."""
-
-    id: str
-    message: str
-    pid: int
-
-
-@dataclass(frozen=True)
-class Session:
-    """One pytest process's session."""
-
-    pid: int
-    pytest_version: str
-    python_version: str
-    rootdir: str
-    xdist_controller: bool
-    selected_files: int | None
-    """How many files the selection named; None when everything collected was to run."""
-    collected: tuple[str, ...] | None
-    """None when the session never said what it collected."""
-    exitstatus: int | None
-    """None when the session never finished."""
-    testscollected: int | None
-    testsfailed: int | None
-    conftests: tuple[str, ...]
-    """The conftest.py files pytest loaded, relative to the repository root."""
-
-
-@dataclass(frozen=True)
-class Counts:
-    """Tests by outcome, and collection errors."""
-
-    passed: int = 0
-    failed: int = 0
-    error: int = 0
-    skipped: int = 0
-    xfailed: int = 0
-    xpassed: int = 0
-    collect_errors: int = 0
-
-    def summary(self) -> str:
-        """`3 passed, 1 failed, 2 skipped, 1 error`, pytest's way; `no tests ran` for none."""
-        parts = [
-            f"{self.passed} passed" if self.passed else "",
-            f"{self.failed} failed" if self.failed else "",
-            _plural(self.error, "error"),
-            f"{self.skipped} skipped" if self.skipped else "",
-            f"{self.xfailed} xfailed" if self.xfailed else "",
-            f"{self.xpassed} xpassed" if self.xpassed else "",
-            _plural(self.collect_errors, "collection error"),
-        ]
-        return ", ".join(part for part in parts if part) or "no tests ran"
-
-
-@dataclass(frozen=True)
-class CollectorReport:
-    """Everything the collector's stream said, merged over the command's pytest sessions."""
-
-    sessions: tuple[Session, ...]
-    tests: Mapping[str, TestResult]
-    """By test id; the first report of an id reported more than once."""
-    collected: tuple[str, ...]
-    """Every collected test id, in order, each once."""
-    collect_errors: tuple[CollectError, ...]
-    problems: tuple[Problem, ...]
+    output: str
+    """Head and tail of what the command printed (for people; it decides nothing)."""
+    outcomes: Mapping[str, Outcome] = field(default_factory=dict)
+    """pytest node id (from the repository root) -> outcome, from FrogNano's collector."""
+    crashes: Mapping[str, str] = field(default_factory=dict)
+    """node id -> the first line of what made a failing test fail."""
+    collection_errors: Mapping[str, str] = field(default_factory=dict)
+    """collector node id (usually a file) -> the error's first line."""
+    problems: tuple[str, ...] = ()
+    """Why these results cannot be trusted as a complete run; empty when they can."""
+    cached: bool = False
+    """Taken from the baseline cache instead of run again."""
 
     @property
-    def outcomes(self) -> Mapping[str, Outcome]:
-        return MappingProxyType({test_id: t.outcome for test_id, t in self.tests.items()})
+    def complete(self) -> bool:
+        """Every collected test reported, consistently, within the time limit."""
+        return not self.timed_out and not self.problems
 
     @property
-    def crashes(self) -> Mapping[str, str]:
-        return MappingProxyType({i: t.crash for i, t in self.tests.items() if t.crash})
-
-    @property
-    def counts(self) -> Counts:
-        tally = {outcome: 0 for outcome in OUTCOMES}
-        for result in self.tests.values():
-            tally[result.outcome] += 1
-        return Counts(**tally, collect_errors=len(self.collect_errors))
-
-    @property
-    def summary(self) -> str:
-        return self.counts.summary()
-
-    @property
-    def trustworthy(self) -> bool:
-        """No problem found: the stream is complete and consistent. (Code running inside the
-        test process could still write a consistent forgery: see frognano_collector.py.)"""
-        return not self.problems
-
-    @property
-    def usable_baseline(self) -> bool:
-        """Trustworthy and everything collected: outcomes to compare another run against."""
-        return self.trustworthy and not self.collect_errors
+    def clean(self) -> bool:
+        """Complete, and every test module collected."""
+        return self.complete and not self.collection_errors
 
     @property
     def passed(self) -> bool:
-        """Trustworthy, everything collected, at least one test, and none failed."""
+        """The run as a whole passed: clean, at least one test passed, none failed."""
         return (
-            self.usable_baseline
-            and bool(self.tests)
-            and not any(t.outcome in FAILING for t in self.tests.values())
+            self.clean
+            and self.exit_code == 0
+            and any(o in PASSING for o in self.outcomes.values())
+            and not any(o in FAILING for o in self.outcomes.values())
         )
 
+    def trouble(self) -> str:
+        """Why this run does not count, in one sentence part ("" when it is clean)."""
+        if self.timed_out:
+            return f"the tests timed out after {self.duration:.0f} s"
+        if self.problems:
+            return "its results cannot be trusted: " + "; ".join(self.problems[:3])
+        if self.collection_errors:
+            shown = ", ".join(sorted(self.collection_errors)[:5])
+            return f"pytest could not collect {len(self.collection_errors)} module(s): {shown}"
+        return ""
 
-def _plural(count: int, noun: str) -> str:
-    return "" if not count else f"{count} {noun}" + ("s" if count != 1 else "")
+    @property
+    def summary(self) -> str:
+        """pytest-style counts, e.g. "3 passed, 1 failed, 2 skipped"."""
+        if self.timed_out:
+            return f"timed out after {self.duration:.0f} s"
+        counts: dict[str, int] = {}
+        for outcome in self.outcomes.values():
+            counts[outcome] = counts.get(outcome, 0) + 1
+        order = ("failed", "passed", "skipped", "xfailed", "xpassed", "error")
+        parts = [f"{counts[name]} {name}" for name in order if counts.get(name)]
+        if self.collection_errors:
+            parts.append(f"{len(self.collection_errors)} collection error(s)")
+        text = ", ".join(parts) or "no tests ran"
+        return text + (" (results not trusted)" if self.problems else "")
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
+_PYTEST_TMP = re.compile(r"/tmp/pytest-of-[^/\s]+/pytest-\d+/")  # noqa: S108 - a pattern
+_SPACE = re.compile(r"\s+")
+
+
+def failure_signature(outcome: str, crash: str) -> str:
+    """What a failure looks like, with the parts that differ from run to run (object
+    addresses, pytest's numbered temporary folders) made uniform."""
+    text = _PYTEST_TMP.sub("/tmp/pytest-of-USER/pytest-N/", crash)  # noqa: S108 - a text
+    text = _ADDRESS.sub("0x…", text)
+    return f"{outcome}: {_SPACE.sub(' ', text).strip()}"
+
+
+def file_of(test_id: str) -> str:
+    """The file part of a node id (`tests/test_x.py::T::test_y` -> `tests/test_x.py`)."""
+    return test_id.split("::", 1)[0]

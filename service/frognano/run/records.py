@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from frognano.run.outcomes import OUTCOMES, Outcome, Phase, PhaseOutcome
+from frognano.run.collected import OUTCOMES, Outcome, Phase, PhaseOutcome
 
 RECORD_VERSION = 1
 """Written as "v" in every record; the plugin and this module change it together."""

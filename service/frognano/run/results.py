@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import cast
 
-from frognano.run.outcomes import (
+from frognano.run.collected import (
     FAILING,
     OUTCOMES,
     CollectError,

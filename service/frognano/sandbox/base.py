@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self, runtime_checkable
 from frognano.errors import UnsafePathError
 from frognano.sandbox.k8s_pod import PodOptions
 from frognano.sandbox.paths import WORKSPACE
-from frognano.sandbox.tree import scan_tree, write_tar
+from frognano.sandbox.tree import FileSpec, files_tar, scan_tree, write_tar
 
 if TYPE_CHECKING:
     from frognano.settings import Settings
@@ -98,6 +98,9 @@ class SandboxOptions:
     """The Kubernetes backend's pod: namespace, image, resources, lifetime, labels."""
     kubeconfig: Path | None = None
     """Kubeconfig for the Kubernetes backend; None: in-cluster, else the default one."""
+    tool_files: tuple[tuple[str, bytes], ...] = ()
+    """(file name, bytes) of FrogNano's own files to offer read-only under TOOLS; the local
+    backend binds them from the host, a Kubernetes pod's image must carry them itself."""
 
     @classmethod
     def from_settings(
@@ -156,6 +159,10 @@ class Sandbox(Protocol):
         *,
         exclude: Collection[str] = (),
         timeout: float = 1800.0,
+    ) -> None: ...
+
+    async def upload_files(
+        self, files: Sequence[FileSpec], dest: str = WORKSPACE, *, timeout: float = 600.0
     ) -> None: ...
 
     async def close(self) -> None: ...
@@ -373,5 +380,25 @@ class SandboxBase(ABC):
         failure = streamed[0]
         if isinstance(failure, BaseException) and not isinstance(failure, BrokenPipeError):
             raise failure  # the host tree changed or became unreadable while streaming
+        if raw.exit_code != 0 or raw.timed_out:
+            raise _os_error(raw, dest)
+
+    async def upload_files(
+        self, files: Sequence[FileSpec], dest: str = WORKSPACE, *, timeout: float = 600.0
+    ) -> None:
+        """Create `files` under `dest` from memory (parents made, existing files replaced);
+        nothing of the host's file system is read."""
+        dest = sandbox_path(dest)
+        if not files:
+            return
+        raw = await self._spawn(
+            _UPLOAD,
+            (dest,),
+            cwd="/",
+            timeout=timeout,
+            stdin=files_tar(files),
+            output_limit=64 * 1024,
+            split=True,
+        )
         if raw.exit_code != 0 or raw.timed_out:
             raise _os_error(raw, dest)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frognano.errors import SandboxStartError, SandboxUnavailable
-from frognano.sandbox.paths import HOME, TMP, WORKSPACE
+from frognano.sandbox.paths import HOME, TMP, TOOLS, WORKSPACE
 
 # The uid commands see inside a bwrap sandbox (bwrap maps it onto the invoking host user).
 INNER_UID = 10001
@@ -68,6 +68,8 @@ class Layout:
     rootfs: Path
     readonly: tuple[Path, ...]
     """Extra host paths bound read-only at the same path (the Python environment)."""
+    tools: Path
+    """Host directory bound read-only at TOOLS: FrogNano's own files, never the repository's."""
     env: dict[str, str]
     """The complete environment of commands inside."""
 
@@ -218,6 +220,7 @@ class BwrapLauncher:
         # must sit on top of the sandbox's private /tmp, not be hidden by it.
         for path in layout.readonly:
             args += ["--ro-bind", str(path), str(path)]
+        args += ["--ro-bind", str(layout.tools), TOOLS]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]  # noqa: S108
         args += ["--remount-ro", "/", "--clearenv"]
         for key, value in layout.env.items():
@@ -239,8 +242,8 @@ class BwrapLauncher:
 # filesystem, pivots into it and then holds the namespace open (sleep) for the commands.
 _HOLDER_SCRIPT = r"""
 set -euo pipefail
-R=$1 WS=$2 TMPD=$3 HOMED=$4 PASSWD=$5 GROUP=$6
-shift 6
+R=$1 WS=$2 TMPD=$3 HOMED=$4 PASSWD=$5 GROUP=$6 TOOLSD=$7
+shift 7
 mount -t tmpfs -o mode=0755,nosuid,nodev,size=4m frognano-root "$R"
 bindro() {
   mkdir -p "$R$2"; mount --bind "$1" "$R$2"; mount -o remount,bind,ro,nosuid,nodev "$R$2"
@@ -265,6 +268,7 @@ bindrw "$TMPD" /tmp
 bindrw "$HOMED" /home/sandbox
 # After the writable directories, so an environment under /tmp is not hidden by them.
 for path in "$@"; do bindro "$path" "$path"; done
+bindro "$TOOLSD" @TOOLS@
 mkdir -p "$R/proc" "$R/dev"
 mount -t tmpfs -o mode=0755,nosuid,noexec,size=64k frognano-dev "$R/dev"
 for dev in null zero full random urandom tty; do
@@ -289,7 +293,7 @@ umount /proc
 mount -o remount,bind,ro,nosuid,nodev /
 echo ready
 exec sleep infinity
-"""
+""".replace("@TOOLS@", TOOLS)
 
 # Runs for each command as root, pid 1 of fresh pid/net/ipc/uts/cgroup namespaces inside the
 # held mount namespace, then becomes the sandbox user for good.
@@ -324,7 +328,7 @@ class UnshareLauncher:
     async def start(self) -> None:
         layout = self._layout
         paths = [layout.rootfs, layout.workspace, layout.tmp, layout.home, layout.passwd,
-                 layout.group, *layout.readonly]  # fmt: skip
+                 layout.group, layout.tools, *layout.readonly]  # fmt: skip
         argv = [
             *"setpriv --pdeathsig KILL -- unshare --mount --propagation private --".split(),
             "/bin/bash", "--noprofile", "--norc", "-c", _HOLDER_SCRIPT, "frognano-holder",

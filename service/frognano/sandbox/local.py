@@ -126,7 +126,9 @@ class LocalSandbox(SandboxBase):
             span = HOST_UID_RANGE[1] - HOST_UID_RANGE[0]
             host_uid = HOST_UID_RANGE[0] + secrets.randbelow(span)
         inner_uid = host_uid if mechanism == "unshare" and host_uid is not None else INNER_UID
-        layout = await asyncio.to_thread(_make_layout, python_env, inner_uid, host_uid)
+        layout = await asyncio.to_thread(
+            _make_layout, python_env, inner_uid, host_uid, options.tool_files
+        )
         launcher: BwrapLauncher | UnshareLauncher
         try:
             if mechanism == "unshare" and host_uid is not None:
@@ -331,13 +333,29 @@ class LocalSandbox(SandboxBase):
         log.debug("sandbox.closed", base=str(self.layout.base))
 
 
-def _make_layout(python_env: PythonEnv, inner_uid: int, owner: int | None) -> Layout:
+def _write_tool(folder: Path, name: str, data: bytes) -> None:
+    if "/" in name or name in ("", ".", ".."):
+        raise ValueError(f"a tool file name must be a plain file name, got {name!r}")
+    (folder / name).write_bytes(data)
+    (folder / name).chmod(0o444)
+
+
+def _make_layout(
+    python_env: PythonEnv,
+    inner_uid: int,
+    owner: int | None,
+    tool_files: Sequence[tuple[str, bytes]] = (),
+) -> Layout:
     base = Path(tempfile.mkdtemp(prefix=BASE_PREFIX))
     try:
-        dirs = {name: base / name for name in ("workspace", "tmp", "home", "rootfs")}
+        dirs = {name: base / name for name in ("workspace", "tmp", "home", "rootfs", "tools")}
         for path in dirs.values():
             path.mkdir()
         dirs["tmp"].chmod(0o1777)
+        for name, data in tool_files:
+            _write_tool(dirs["tools"], name, data)
+        # Mounted read-only as well; the modes only say the same to anyone looking.
+        dirs["tools"].chmod(0o555)
         passwd, group = _passwd(inner_uid)
         (base / "passwd").write_text(passwd, encoding="utf-8")
         (base / "group").write_text(group, encoding="utf-8")
@@ -372,5 +390,6 @@ def _make_layout(python_env: PythonEnv, inner_uid: int, owner: int | None) -> La
         group=base / "group",
         rootfs=dirs["rootfs"],
         readonly=python_env.mounts,
+        tools=dirs["tools"],
         env=env,
     )

@@ -110,6 +110,39 @@ def write_tar(source: Path, entries: list[TreeEntry], fd: int) -> None:
                     tar.addfile(info, _Exactly(handle, info.size))
 
 
+@dataclass(frozen=True)
+class FileSpec:
+    """A file (or symlink) to create in a sandbox from bytes FrogNano holds in memory."""
+
+    relpath: str
+    data: bytes
+    """The content, or a symlink's target."""
+    mode: int = 0o644
+    symlink: bool = False
+
+
+def files_tar(files: Collection[FileSpec]) -> bytes:
+    """`files` as an uncompressed PAX tar, refusing any path or link that would escape."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for spec in files:
+            relpath = posixpath.normpath(spec.relpath)
+            if relpath != spec.relpath or relpath.startswith(("/", "../")) or relpath == "..":
+                raise UnsafePathError(f"{spec.relpath!r} is not a plain relative path")
+            info = tarfile.TarInfo(relpath)
+            info.mode = spec.mode & _PERMISSION_BITS
+            if spec.symlink:
+                target = spec.data.decode("utf-8", "surrogateescape")
+                _check_link(relpath, target)
+                info.type = tarfile.SYMTYPE
+                info.linkname = target
+                tar.addfile(info)
+            else:
+                info.size = len(spec.data)
+                tar.addfile(info, io.BytesIO(spec.data))
+    return buffer.getvalue()
+
+
 class _Exactly(io.RawIOBase):
     """Reads exactly `size` bytes from `handle` (zero-filled if the file shrank meanwhile)."""
 

@@ -1,0 +1,136 @@
+"""One run of the test command in a sandbox, with outcomes from FrogNano's own collector."""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from collections.abc import Sequence
+
+from frognano.run import results
+from frognano.run.collector import (
+    COLLECTOR_FILE,
+    DEFAULT_FD,
+    collector_env,
+    collector_sha256,
+    collector_source,
+    new_token,
+)
+from frognano.run.outcomes import Role, TestRun
+from frognano.sandbox.base import Sandbox
+from frognano.sandbox.paths import TMP, TOOLS, WORKSPACE
+
+COLLECTOR_FD = DEFAULT_FD
+"""The descriptor the collector writes to: the exec's own stdout, which the test output
+never reaches (it goes to a log file), and which nothing can take back once written."""
+RECORDS_LIMIT = 64 * 1024 * 1024
+OUTPUT_KEPT = 12_000
+"""Bytes of the log's head and of its tail kept for the report."""
+
+
+async def install_collector(sandbox: Sandbox) -> tuple[str, str]:
+    """The folder holding the collector, and a note when it is not FrogNano's read-only copy.
+
+    A local sandbox binds it read-only at TOOLS; a Kubernetes pod has it there when its
+    image carries this exact version. Otherwise it is written to a fresh folder in /tmp just
+    before the tests start: only FrogNano and the base's setup have run in this sandbox then.
+    """
+    found = await sandbox.exec(f"sha256sum -- {TOOLS}/{COLLECTOR_FILE}", cwd="/", timeout=60)
+    if found.ok and found.output.split()[:1] == [collector_sha256()]:
+        return TOOLS, ""
+    folder = f"{TMP}/.frognano-collector-{secrets.token_hex(8)}"
+    await sandbox.write_file(f"{folder}/{COLLECTOR_FILE}", collector_source(), mode=0o444)
+    return folder, (
+        "FrogNano's pytest collector is not in this sandbox's image at "
+        f"{TOOLS}, so it was copied into the sandbox's writable /tmp before the tests started"
+    )
+
+
+def shell_script(
+    command: str, *, collector_dir: str, token: str, log: str, select: str | None
+) -> str:
+    """The shell text that runs `command` with the collector loaded and its output logged."""
+    variables = collector_env(
+        plugin_dir=collector_dir,
+        token=token,
+        fd=COLLECTOR_FD,
+        select_file=select,
+        pythonpath="$PYTHONPATH",
+        pytest_plugins="$PYTEST_PLUGINS",
+    )
+    # A fresh bytecode cache outside the tree: no .pyc the tree or its setup holds, in
+    # __pycache__ or elsewhere, is ever trusted, and none written here outlives the run.
+    variables["PYTHONPYCACHEPREFIX"] = f"{TMP}/.frognano-pycache-{token[:16]}"
+    exports = " ".join(f'{name}="{value}"' for name, value in variables.items())
+    return (
+        f"exec {COLLECTOR_FD}>&1 >{shlex.quote(log)} 2>&1 </dev/null\n"
+        # Empty values left by the expansions above would put '' on sys.path: drop them.
+        f"export {exports}\n"
+        "PYTHONPATH=${PYTHONPATH%:}; PYTEST_PLUGINS=${PYTEST_PLUGINS%,}\n"
+        f"{command}\n"
+    )
+
+
+async def run_tests(
+    sandbox: Sandbox,
+    role: Role,
+    command: str,
+    timeout: float,
+    *,
+    select: Sequence[str] = (),
+) -> tuple[TestRun, str]:
+    """Run the test command in /workspace; returns the run and a note about the collector.
+    Failures, crashes and timeouts are results; only a failing sandbox raises."""
+    collector_dir, note = await install_collector(sandbox)
+    token = new_token()
+    log = f"{TMP}/.frognano-output-{token[:16]}.log"
+    chosen = None
+    if select:
+        chosen = f"{TMP}/.frognano-select-{token[:16]}"
+        listing = "".join(f"{path}\n" for path in select).encode("utf-8", "surrogateescape")
+        await sandbox.write_file(chosen, listing, mode=0o444)
+    script = shell_script(command, collector_dir=collector_dir, token=token, log=log,
+                         select=chosen)  # fmt: skip
+    result = await sandbox.exec(script, cwd=WORKSPACE, timeout=timeout, output_limit=RECORDS_LIMIT)
+    output = await _read_log(sandbox, log)
+    if result.timed_out:
+        return TestRun(role, command, None, True, result.duration, output), note
+    report = results.check_exit_code(
+        results.parse_records(result.output.encode(), token), result.exit_code
+    )
+    problems = [problem.message for problem in report.problems]
+    if result.truncated:
+        problems.append(f"the collector's records exceeded {RECORDS_LIMIT // 2**20} MiB")
+    return (
+        TestRun(
+            role=role,
+            command=command,
+            exit_code=result.exit_code,
+            timed_out=False,
+            duration=result.duration,
+            output=output,
+            outcomes=dict(report.outcomes),
+            crashes=dict(report.crashes),
+            collection_errors={error.id: error.message for error in report.collect_errors},
+            problems=tuple(dict.fromkeys(problems)),
+        ),
+        note,
+    )
+
+
+_READ_LOG = f"""
+f=$1; size=$(stat -c %s -- "$f" 2>/dev/null || echo 0)
+if [ "$size" -le {2 * OUTPUT_KEPT} ]; then cat -- "$f" 2>/dev/null
+else head -c {OUTPUT_KEPT} -- "$f"; printf '\\n[... %s bytes left out ...]\\n' \\
+  "$((size - {2 * OUTPUT_KEPT}))"; tail -c {OUTPUT_KEPT} -- "$f"; fi
+"""
+
+
+async def _read_log(sandbox: Sandbox, log: str) -> str:
+    # For people only: the tests could have rewritten it, and nothing is decided from it.
+    result = await sandbox.exec(
+        f"bash -c {shlex.quote(_READ_LOG)} _ {shlex.quote(log)}",
+        cwd="/",
+        timeout=60,
+        output_limit=4 * OUTPUT_KEPT,
+    )
+    return result.output

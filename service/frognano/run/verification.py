@@ -1,0 +1,226 @@
+"""Verifying a patch: each test run in a fresh sandbox from a pristine tree, all at once."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from frognano.log import get_logger
+from frognano.policy.models import EffectivePolicy
+from frognano.run.baselines import (
+    BaselineCache,
+    cache_key,
+    dump_run,
+    environment_digest,
+    load_run,
+)
+from frognano.run.collector import collector_source
+from frognano.run.evidence import Evidence, Rules, Runs, decide
+from frognano.run.outcomes import Role, TestRun
+from frognano.run.plan import Plan
+from frognano.run.testrun import run_tests
+from frognano.run.trees import HostTree, Overlay, build_tree
+from frognano.sandbox.base import Sandbox
+from frognano.workspace import run_setup
+
+log = get_logger(__name__)
+
+SandboxFactory = Callable[[Role], Awaitable[Sandbox]]
+"""Starts a fresh sandbox for one test run (the role names it, e.g. in a pod's labels)."""
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Everything verification found out, for the verdict and the report."""
+
+    rules: Rules
+    evidence: Evidence
+    runs: Runs | None = None
+    plan: Plan | None = None
+    notes: tuple[str, ...] = ()
+    """How the runs were made, where that matters to a reviewer (cache, collector copy)."""
+    limits: tuple[str, ...] = ()
+    """What the evidence cannot show, in plain sentences."""
+
+    @property
+    def held(self) -> bool:
+        return self.evidence.held
+
+    @property
+    def reason(self) -> str:
+        return self.evidence.reason
+
+
+def rules_of(policy: EffectivePolicy) -> Rules:
+    verify = policy.verify
+    return Rules(
+        require=verify.require,
+        fails_differently=verify.fails_differently,
+        fail_to_pass=tuple(verify.fail_to_pass),
+        pass_to_pass=tuple(verify.pass_to_pass),
+    )
+
+
+@dataclass
+class _Context:
+    base: HostTree
+    policy: EffectivePolicy
+    sandboxes: SandboxFactory
+    identity: str
+    cache: BaselineCache | None
+    notes: list[str] = field(default_factory=list)
+
+
+async def verify(
+    plan: Plan,
+    base: HostTree,
+    policy: EffectivePolicy,
+    sandboxes: SandboxFactory,
+    *,
+    identity: str,
+    cache: BaselineCache | None = None,
+) -> Verification:
+    """Run the plan's test runs concurrently, each in its own fresh sandbox, and judge them.
+
+    - baseline: the base alone (reused from `cache` when the same inputs ran before);
+    - patched: the base + the fix, without the patch's new tests and with every protected
+      or harness file as on the base: this run judges the repository's own tests;
+    - new_on_patched / new_on_base: only the patch's new test files, with and without the
+      fix (their module-level code never runs next to the repository's tests).
+    `identity` names what else the runs depend on (backend, image) for the cache key.
+    """
+    rules = rules_of(policy)
+    if not plan.source:
+        why = (
+            "the patch only adds tests; it changes no code"
+            if plan.new_tests
+            else "the patch changes nothing once protected test and harness files are restored"
+        )
+        evidence = decide(rules, None, why_no_runs=why)
+        return Verification(rules, evidence, plan=plan, limits=limits(plan, None, evidence))
+    context = _Context(base, policy, sandboxes, identity, cache)
+    select = plan.new_test_files
+    async with asyncio.TaskGroup() as group:
+        patched = group.create_task(_run(context, "patched", plan.patched))
+        baseline = group.create_task(_baseline(context)) if policy.verify.baseline else None
+        new_runs = (
+            group.create_task(_run(context, "new_on_patched", plan.with_new_tests, select)),
+            group.create_task(_run(context, "new_on_base", plan.new_tests_only, select)),
+        ) if select else None  # fmt: skip
+    runs = Runs(
+        patched=patched.result(),
+        baseline=None if baseline is None else baseline.result(),
+        new_on_patched=None if new_runs is None else new_runs[0].result(),
+        new_on_base=None if new_runs is None else new_runs[1].result(),
+    )
+    evidence = decide(rules, runs)
+    return Verification(
+        rules,
+        evidence,
+        runs=runs,
+        plan=plan,
+        notes=tuple(dict.fromkeys(context.notes)),
+        limits=limits(plan, runs, evidence),
+    )
+
+
+async def _run(
+    context: _Context, role: Role, layer: Overlay, select: Sequence[str] = ()
+) -> TestRun:
+    async with await context.sandboxes(role) as box:
+        return await _in(box, context, role, layer, select)
+
+
+async def _in(
+    box: Sandbox, context: _Context, role: Role, layer: Overlay, select: Sequence[str] = ()
+) -> TestRun:
+    verify = context.policy.verify
+    await build_tree(box, context.base, layer)
+    await run_setup(box, context.policy.sandbox.setup)
+    run, note = await run_tests(box, role, verify.command, verify.timeout_seconds, select=select)
+    if note:
+        context.notes.append(note)
+    log.info("verify.run", role=role, summary=run.summary, seconds=round(run.duration, 3))
+    return run
+
+
+async def _baseline(context: _Context) -> TestRun:
+    """The base's run, from the cache when its inputs are unchanged."""
+    async with await context.sandboxes("baseline") as box:
+        key = None
+        if context.cache is not None:
+            key = await _key(box, context)
+            cached = await _cache_get(context.cache, key)
+            if cached is not None:
+                context.notes.append(
+                    "The baseline run was reused from an earlier run on the same base, setup, "
+                    "test command and environment."
+                )
+                return cached
+        run = await _in(box, context, "baseline", Overlay())
+        if context.cache is not None and key is not None and run.complete:
+            await _cache_put(context.cache, key, run)
+        return run
+
+
+async def _key(box: Sandbox, context: _Context) -> str:
+    verify, sandbox = context.policy.verify, context.policy.sandbox
+    tree, environment = await asyncio.gather(
+        asyncio.to_thread(context.base.digest), environment_digest(box)
+    )
+    return cache_key(
+        {
+            "tree": tree,
+            "environment": environment,
+            "identity": context.identity,
+            "setup": list(sandbox.setup),
+            "command": verify.command,
+            "timeout": verify.timeout_seconds,
+            "memory": sandbox.memory,
+            "collector": hashlib.sha256(collector_source()).hexdigest(),
+        }
+    )
+
+
+async def _cache_get(cache: BaselineCache, key: str) -> TestRun | None:
+    try:
+        data = await cache.get(key)
+    except Exception as exc:  # a cache outage costs one run, never the verdict
+        log.warning("verify.cache_unavailable", error=str(exc))
+        return None
+    return None if data is None else load_run(data)
+
+
+async def _cache_put(cache: BaselineCache, key: str, run: TestRun) -> None:
+    try:
+        await cache.put(key, dump_run(run))
+    except Exception as exc:  # a cache outage costs one run, never the verdict
+        log.warning("verify.cache_unavailable", error=str(exc))
+
+
+def limits(plan: Plan, runs: Runs | None, evidence: Evidence) -> tuple[str, ...]:
+    """What this verification cannot rule out, for the reviewer, shortest first."""
+    said = [
+        "Tests show only what they exercise: behaviour no test reaches is unverified, and a "
+        "test can pass by asserting a hard-coded expected value.",
+    ]
+    if runs is not None:
+        said.append(
+            "The code under test runs in the same process as FrogNano's result collector; "
+            "a patch written to forge results could, so read the diff, not just the verdict."
+        )
+    if evidence.comparison.new_evidence and not evidence.comparison.fixed:
+        said.append(
+            "The evidence comes from tests the agent wrote itself; check that they test what "
+            "the issue describes."
+        )
+    if plan.restored:
+        shown = ", ".join(r.path for r in plan.restored[:5])
+        more = f" and {len(plan.restored) - 5} more" if len(plan.restored) > 5 else ""
+        said.append(
+            f"{len(plan.restored)} file(s) the patch changes were put back to the base for "
+            f"verification and are left out of the pull request: {shown}{more}."
+        )
+    return (*said, *evidence.notes)

@@ -1,0 +1,1 @@
+"""Attacks on verification and the gate, replayed through `frognano solve`."""

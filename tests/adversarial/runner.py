@@ -1,0 +1,156 @@
+"""Replaying scripted agent runs through `frognano solve`, as real processes, a few at a time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.agent.scripted_server import ScriptedModelServer, Turn
+
+FAST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1"
+"""Before every test command: the plugins of FrogNano's own environment (which the sandbox
+uses) cost a second per pytest start, and none of these repositories needs one."""
+CONCURRENCY = 3
+"""solve runs at once: each spends most of its time waiting on sandboxes and pytest."""
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+TESTS = (
+    "from calc import add, sub\n\n\n"
+    "def test_add():\n    assert add(1, 2) == 3\n\n\n"
+    "def test_sub():\n    assert sub(5, 3) == 2\n"
+)
+PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-p no:cacheprovider"\n'
+BASE: Mapping[str, str] = {
+    "calc.py": CALC,
+    "tests/test_calc.py": TESTS,
+    "pyproject.toml": PYPROJECT,
+}
+ISSUE = "# add() subtracts\n\n`add(1, 2)` returns -1 instead of 3.\n"
+FIX = "sed -i '0,/return a - b/s//return a + b/' calc.py\n"
+"""The honest fix, in add() only: one character, so calc.py keeps its size (the stale-bytecode
+race of a baseline compiled in the same second)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One scripted run: the base repository, what the agent does, what must come out."""
+
+    name: str
+    script: str
+    """Bash run by the agent in /workspace (one tool call)."""
+    expect: str
+    """A piece of the run's reason (or of a blocking finding) that says why."""
+    ready: bool = False
+    files: Mapping[str, str | bytes] = field(default_factory=lambda: dict(BASE))
+    command: str = "python -m pytest -q"
+    """The policy's test command (FAST is put before it)."""
+    modes: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Result:
+    case: Case
+    returncode: int
+    report: dict[str, Any]
+    stderr: str
+    out: Path
+
+    @property
+    def reason(self) -> str:
+        return str(self.report.get("outcome", {}).get("reason", ""))
+
+    def findings(self, severity: str = "block") -> list[dict[str, Any]]:
+        gate = self.report.get("gate") or {}
+        return [f for f in gate.get("findings") or () if f["severity"] == severity]
+
+    def explains(self, text: str) -> bool:
+        """Whether the outcome, a blocking finding or verification itself says `text`: an
+        attack the gate blocks must still fail verification for its own reason."""
+        blocks = " ".join(f["reason"] for f in self.findings())
+        verification = str((self.report.get("verification") or {}).get("reason", ""))
+        return any(text in said for said in (self.reason, blocks, verification))
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
+                   check=True, capture_output=True)  # fmt: skip
+
+
+def make_repo(root: Path, files: Mapping[str, str | bytes], modes: Mapping[str, int]) -> Path:
+    root.mkdir(parents=True)
+    for path, content in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+        if path in modes:
+            target.chmod(modes[path])
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def environment(
+    server: ScriptedModelServer, scratch: Path, policies: Path, cache: Path
+) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
+    env["FROGNANO_MODEL_BASE_URL"] = server.base_url
+    env["FROGNANO_LOG_LEVEL"] = "WARNING"
+    env["FROGNANO_POLICY_DIR"] = str(policies)
+    # Shared by the cases: most start from the same base, as runs on one repository would.
+    env["FROGNANO_BASELINE_CACHE"] = str(cache)
+    sandboxes = scratch / "sandboxes"
+    sandboxes.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(sandboxes)
+    return env
+
+
+def run_case(case: Case, scratch: Path, cache: Path) -> Result:
+    repo = make_repo(scratch / "repo", case.files, case.modes)
+    issue = scratch / "ISSUE.md"
+    issue.write_text(ISSUE)
+    policies = scratch / "policies"
+    policies.mkdir()
+    command = json.dumps(f"{FAST} {case.command}")
+    (policies / "50-case.yaml").write_text(
+        f"version: 1\ndefaults:\n  verify:\n    command: {command}\n"
+    )
+    out = scratch / "out"
+    turns = [
+        Turn(reasoning="Change the files.", calls=[("Bash", {"command": case.script})]),
+        Turn(content="Done: the tests pass now."),
+    ]
+    with ScriptedModelServer(turns) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "frognano", "solve", str(repo), "--issue-file", str(issue),
+             "--out", str(out)],
+            env=environment(server, scratch, policies, cache),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )  # fmt: skip
+    report_file = out / "report.json"
+    report = json.loads(report_file.read_text()) if report_file.exists() else {}
+    return Result(case, done.returncode, report, done.stderr, out)
+
+
+def run_all(cases: Sequence[Case], scratch: Path) -> dict[str, Result]:
+    """Every case in a folder of its own, CONCURRENCY at a time."""
+    cache = scratch / "baselines"
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        futures = {
+            case.name: pool.submit(run_case, case, scratch / f"case-{index:03d}", cache)
+            for index, case in enumerate(cases)
+        }
+        return {name: future.result() for name, future in futures.items()}
