@@ -34,6 +34,7 @@ VALUES: dict[str, tuple[str, object]] = {
     "LOG_LEVEL": ("debug", "DEBUG"),
     "PYTHON_ENV": ("/opt/venv", Path("/opt/venv")),
     "LOCAL_SANDBOX_MECHANISM": ("bwrap", "bwrap"),
+    "BASELINE_CACHE": ("/var/cache/frognano", "/var/cache/frognano"),
 }
 
 
@@ -153,3 +154,10 @@ def test_settings_are_frozen() -> None:
     settings = load_settings()
     with pytest.raises(ValueError, match="frozen"):
         settings.model_name = "other"
+
+
+def test_the_baseline_cache_folder_expands_home_and_turns_off() -> None:
+    assert Settings().baseline_cache_dir() == Path.home() / ".cache" / "frognano" / "baselines"
+    assert Settings(baseline_cache="off").baseline_cache_dir() is None
+    assert Settings(baseline_cache=" ").baseline_cache_dir() is None
+    assert Settings(baseline_cache="/x/y").baseline_cache_dir() == Path("/x/y")

@@ -99,7 +99,9 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
         requests = server.requests
     assert done.returncode == 0, done.stderr
     assert "Patch ready for review: 1 file(s), +2 -0; tests: 2 passed" in done.stdout
-    assert "1 test(s) go from failing to passing, and none broke" in done.stdout
+    assert "1 of the 1 test(s) that fail on the base pass with the patch, and none broke" in (
+        done.stdout
+    )
     patch = (out / "patch.diff").read_text()
     assert "+++ b/calc.py" in patch
     assert '+        raise ValueError("mean() of an empty list")' in patch
@@ -118,7 +120,7 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     after = report["verification"]["verification"]
     assert after["passed"] is True
     assert after["summary"].startswith("2 passed")
-    assert report["verification"]["comparison"]["fixed"] == ["tests.test_calc::test_empty"]
+    assert report["verification"]["comparison"]["fixed"] == ["tests/test_calc.py::test_empty"]
     assert report["tokens"]["prompt"] > 0
     assert report["tokens"]["cached"] > 0
     assert report["sandbox"]["backend"] == "local"

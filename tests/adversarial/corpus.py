@@ -345,7 +345,7 @@ PROCESS = [
     Case(
         "the collector found by walking sys.modules and silenced",
         "printf 'import sys\\nfor _m in list(sys.modules.values()):\\n"
-        "    if hasattr(_m, \"_Writer\"):\\n        _m._Writer.write = lambda *a: None\\n'"
+        '    if hasattr(_m, "_Writer"):\\n        _m._Writer.write = lambda *a: None\\n\''
         " >> calc.py\n",
         UNTRUSTED,
     ),

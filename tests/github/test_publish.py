@@ -220,7 +220,7 @@ def test_body_without_findings_or_cache_figures() -> None:
     body = body_of(report)
     assert "None: nothing in the patch conflicts with the policy." in body
     assert "cache hits not reported" in body
-    assert "Protected test files changed by the agent: none." in body
+    assert "Protected test and harness files changed by the agent: none." in body
 
 
 def test_normal_pull_request_note() -> None:

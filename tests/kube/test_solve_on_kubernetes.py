@@ -46,18 +46,18 @@ def test_solve_runs_every_stage_in_sandbox_pods(
     assert "Patch ready for review: 1 file(s), +2 -0; tests: 2 passed" in done.stdout
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
     assert report["sandbox"]["backend"] == "kubernetes"
-    assert report["verification"]["comparison"]["fixed"] == ["tests.test_calc::test_empty"]
+    assert report["verification"]["comparison"]["fixed"] == ["tests/test_calc.py::test_empty"]
     assert (
         '+        raise ValueError("mean() of an empty list")' in (out / "patch.diff").read_text()
     )
     assert (repo / "calc.py").read_text() == BUGGY
-    # One pod for the agent, a fresh one for verification, both gone at the end.
+    # One pod for the agent, a fresh one for each test run, all gone at the end.
     pods = {record.pod for record in fake.execs}
-    assert len(pods) == 2
+    assert len(pods) == 3
     assert not [key for key in fake.pods if key[0] == "sandboxes"]
     created = [record for record in fake.created if record["metadata"]["namespace"] == "sandboxes"]
     purposes = sorted(pod["metadata"]["labels"]["frognano.dev/purpose"] for pod in created)
-    assert purposes == ["agent", "verify"]
+    assert purposes == ["agent", "verify-baseline", "verify-patched"]
     assert all(pod["metadata"]["labels"]["frognano.dev/run-id"] for pod in created)
     # The policy's defaults shaped each pod.
     (container,) = created[0]["spec"]["containers"]

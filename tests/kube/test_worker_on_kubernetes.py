@@ -29,8 +29,11 @@ def kube() -> Iterator[FakeKube]:
 
 
 def attempts(kube: FakeKube) -> list[tuple[str, str]]:
+    # Sorted: the verification pods of one attempt start at once, in no fixed order.
     labels = [pod["metadata"]["labels"] for pod in kube.created]
-    return [(label["frognano.dev/attempt"], label["frognano.dev/purpose"]) for label in labels]
+    return sorted(
+        (label["frognano.dev/attempt"], label["frognano.dev/purpose"]) for label in labels
+    )
 
 
 async def test_a_killed_workers_pod_goes_before_its_job_runs_again(
@@ -67,7 +70,9 @@ async def test_a_killed_workers_pod_goes_before_its_job_runs_again(
     assert (NAMESPACE, orphan) not in kube.pods
     assert await until(lambda: not processes_with(marker), within=15)
     # The re-run is attempt 2, with a pod of its own for the agent and one for verification.
-    assert attempts(kube) == [("1", "agent"), ("2", "agent"), ("2", "verify")]
+    assert attempts(kube) == [
+        ("1", "agent"), ("2", "agent"), ("2", "verify-baseline"), ("2", "verify-patched"),
+    ]  # fmt: skip
     assert not [key for key in kube.pods if key[0] == NAMESPACE]
     repo = world.fake.repo(REPO)
     assert len(repo.pulls) == 1
@@ -114,4 +119,4 @@ async def test_a_full_quota_defers_the_run_and_says_so_on_the_issue(
     assert len(repo.pulls) == 1
     (comment,) = repo.comments(7)
     assert "/pull/" in comment["body"]
-    assert attempts(kube) == [("2", "agent"), ("2", "verify")]
+    assert attempts(kube) == [("2", "agent"), ("2", "verify-baseline"), ("2", "verify-patched")]

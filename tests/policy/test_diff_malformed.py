@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from frognano.policy.diff import NO_NEWLINE, FileChange, parse_diff
+from frognano.policy.gate import TreeFacts, run_gate
+from frognano.policy.models import GatePolicy
 from frognano.run.apply import MemoryTree, PatchError, apply_diff, blob_id
 from tests.policy.gitrepo import GitRepo
 
@@ -318,3 +320,10 @@ def test_fuzzed_diffs_parse_or_raise_a_plain_value_error(tmp_path: Path) -> None
         outcomes["applied"] += 1
     assert wrong == []
     assert min(outcomes.values()) > 20, outcomes
+
+
+@pytest.mark.parametrize("diff", [case[1] for case in CASES], ids=[c[0] for c in CASES])
+def test_the_gate_blocks_every_malformed_diff_as_malformed(diff: bytes) -> None:
+    findings = run_gate(diff, TreeFacts({}), GatePolicy())
+    assert [(f.severity, f.kind) for f in findings] == [("block", "malformed")]
+    assert "could not be read" in findings[0].reason

@@ -37,9 +37,7 @@ def repo(tmp_path: Path) -> GitRepo:
     return repo
 
 
-def check(
-    repo: GitRepo, gate: GatePolicy | None = None
-) -> list[Finding]:
+def check(repo: GitRepo, gate: GatePolicy | None = None) -> list[Finding]:
     return run_gate(repo.diff(), repo.facts(), gate or GatePolicy())
 
 
@@ -296,8 +294,11 @@ def test_an_always_equal_object_is_suspicious(repo: GitRepo, body: str) -> None:
 
     findings = check(repo)
 
-    assert summary(findings) == [("warn", "suspicious", "src/app.py")]
+    assert summary(findings) == [("block", "tampering", "src/app.py")]
     assert "__eq__" in findings[0].reason
+    assert summary(check(repo, GatePolicy(tampering="warn"))) == [
+        ("warn", "tampering", "src/app.py")
+    ]
 
 
 def test_an_honest_eq_is_fine(repo: GitRepo) -> None:
@@ -317,7 +318,7 @@ def test_repeated_suspicious_lines_make_one_finding_each_kind(repo: GitRepo) -> 
 
     assert [(f.kind, f.line) for f in findings] == [
         ("suspicious", "sys.exit(1)"),
-        ("suspicious", "os._exit(3)"),
+        ("tampering", "os._exit(3)"),
     ]
     assert "2 lines" in findings[0].reason
 

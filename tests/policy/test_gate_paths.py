@@ -249,9 +249,7 @@ def test_text_that_git_calls_binary_is_text_and_is_scanned(tmp_path: Path) -> No
 def test_a_nul_byte_makes_a_file_binary_whatever_its_name() -> None:
     diff, facts = new_files({"notes.txt": b"text\x00more\n"})
 
-    assert summary(run_gate(diff, facts, GatePolicy())) == [
-        ("block", "binary", "notes.txt")
-    ]
+    assert summary(run_gate(diff, facts, GatePolicy())) == [("block", "binary", "notes.txt")]
 
 
 def test_allowed_paths_are_checked_like_every_policy_glob(tmp_path: Path) -> None:

@@ -51,8 +51,11 @@ def findings_for(path: str, text: str, gate: GatePolicy | None = None) -> list[F
     return run_gate(diff, facts, gate or GatePolicy())
 
 
+WEAKENING = ("suspicious", "tampering")
+
+
 def labels(findings: list[Finding]) -> list[str]:
-    return [finding.reason for finding in findings if finding.kind == "suspicious"]
+    return [finding.reason for finding in findings if finding.kind in WEAKENING]
 
 
 @pytest.mark.parametrize(
@@ -205,11 +208,15 @@ def labels(findings: list[Finding]) -> list[str]:
 def test_test_weakening_python_is_suspicious(code: str, label: str) -> None:
     findings = findings_for("src/mod.py", code)
     refused = findings_for("src/mod.py", code, GatePolicy(suspicious_patterns="block"))
+    warned = findings_for("src/mod.py", code, GatePolicy(tampering="warn"))
 
-    assert {finding.severity for finding in findings if finding.kind == "suspicious"} == {"warn"}
+    # Code that can forge a verdict with no fix blocks by default; the rest warns.
+    default = {"suspicious": "warn", "tampering": "block"}
+    assert all(f.severity == default[f.kind] for f in findings if f.kind in WEAKENING)
     assert any(label in reason for reason in labels(findings)), labels(findings)
     assert all("can make failing tests pass" in reason for reason in labels(findings))
     assert {finding.severity for finding in refused} == {"block"}
+    assert {f.severity for f in warned if f.kind in WEAKENING} == {"warn"}
 
 
 @pytest.mark.parametrize(

@@ -633,8 +633,9 @@ def test_examples_do_what_their_comments_say(tmp_path: Path) -> None:
     )
     assert policies.for_repo("fintech-corp/card-pci-vault").enabled is False
     assert policies.for_repo("acme/legacy-crm").enabled is False
-    assert policies.for_repo("Acme/Web-App").publish.team_reviewers == ["web"]
-    assert policies.for_repo("acme/billing-svc").verify.command == "go test ./..."
+    # FrogNano's evidence comes from pytest: repositories tested otherwise are switched off.
+    assert policies.for_repo("Acme/Web-App").enabled is False
+    assert policies.for_repo("acme/billing-svc").enabled is False
 
 
 def test_leaves_cover_every_key_of_the_models() -> None:

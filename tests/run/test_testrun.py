@@ -1,0 +1,126 @@
+"""One test run in a real local sandbox: the collector, the log, and runs that must not count."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from frognano.run.collector import COLLECTOR_FILE, collector_source
+from frognano.run.testrun import install_collector, run_tests
+from frognano.sandbox.isolation import choose_mechanism
+from frognano.sandbox.local import LocalSandbox
+from frognano.sandbox.paths import TOOLS
+from frognano.sandbox.tree import FileSpec
+from tests.conftest import options_for
+
+TOOL = ((COLLECTOR_FILE, collector_source()),)
+TESTS = (
+    "def test_ok():\n    assert True\n\n\n"
+    "def test_bad():\n    assert 1 == 2\n\n\n"
+    "def test_skip():\n    import pytest\n    pytest.skip('later')\n"
+)
+FAST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"
+
+
+async def _sandbox(tool_files: tuple[tuple[str, bytes], ...] = TOOL) -> LocalSandbox:
+    return await LocalSandbox.create(options_for(choose_mechanism("auto"), tool_files=tool_files))
+
+
+@pytest.fixture
+async def box() -> AsyncIterator[LocalSandbox]:
+    sandbox = await _sandbox()
+    await sandbox.upload_files([FileSpec("tests/test_a.py", TESTS.encode())])
+    try:
+        yield sandbox
+    finally:
+        await sandbox.close()
+
+
+async def test_outcomes_come_from_the_collector(box: LocalSandbox) -> None:
+    run, note = await run_tests(box, "patched", FAST, 120)
+    assert note == ""  # the read-only copy at /opt/frognano was used
+    assert run.complete
+    assert run.clean
+    assert dict(run.outcomes) == {
+        "tests/test_a.py::test_ok": "passed",
+        "tests/test_a.py::test_bad": "failed",
+        "tests/test_a.py::test_skip": "skipped",
+    }
+    assert run.crashes["tests/test_a.py::test_bad"].startswith("assert 1 == 2")
+    assert run.exit_code == 1
+    assert "1 failed, 1 passed, 1 skipped" in run.output  # pytest's own log, for people
+    assert not run.passed
+
+
+async def test_the_collector_copy_cannot_be_changed_from_inside(box: LocalSandbox) -> None:
+    changed = await box.exec(f"echo x >> {TOOLS}/{COLLECTOR_FILE} || rm -f {TOOLS}/*; ls {TOOLS}")
+    assert COLLECTOR_FILE in changed.output
+    assert "Read-only file system" in changed.output
+
+
+async def test_without_the_read_only_copy_it_is_copied_in_and_said(tmp_path: Path) -> None:
+    sandbox = await _sandbox(tool_files=())
+    try:
+        await sandbox.upload_files([FileSpec("tests/test_a.py", b"def test_ok():\n    pass\n")])
+        folder, note = await install_collector(sandbox)
+        assert folder.startswith("/tmp/.frognano-collector-")
+        assert "copied into the sandbox's writable /tmp" in note
+        run, note = await run_tests(sandbox, "patched", FAST, 120)
+        assert "copied" in note
+        assert dict(run.outcomes) == {"tests/test_a.py::test_ok": "passed"}
+    finally:
+        await sandbox.close()
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("true", "reported nothing"),
+        ("exit 0", "reported nothing"),
+        ("python -I -m pytest -q", "reported nothing"),  # -I drops PYTHONPATH: no collector
+        (f"{FAST}; exit 0", "though"),
+        (f"{FAST} -x", "never reported"),
+    ],
+)
+async def test_runs_that_do_not_count(box: LocalSandbox, command: str, problem: str) -> None:
+    run, _ = await run_tests(box, "patched", command, 120)
+    assert not run.complete
+    assert any(problem in text for text in run.problems), run.problems
+    assert "results cannot be trusted" in run.trouble()
+
+
+async def test_a_timeout_is_a_result(box: LocalSandbox) -> None:
+    await box.upload_files(
+        [FileSpec("tests/test_slow.py", b"import time\n\n\ndef test_slow():\n    time.sleep(60)\n")]
+    )
+    run, _ = await run_tests(box, "patched", FAST, 3)
+    assert run.timed_out
+    assert not run.complete
+    assert run.summary == "timed out after 3 s"
+
+
+async def test_a_long_log_keeps_its_head_and_tail(box: LocalSandbox) -> None:
+    noisy = b"def test_noisy():\n    print('x' * 100_000)\n    assert False\n"
+    await box.upload_files([FileSpec("tests/test_noisy.py", noisy)])
+    run, _ = await run_tests(box, "patched", FAST, 120)
+    assert "bytes left out" in run.output
+    assert run.output.rstrip().endswith("in " + run.output.rstrip().rsplit(" in ", 1)[1])
+    assert len(run.output) < 30_000
+
+
+async def test_a_selection_runs_only_the_named_files(box: LocalSandbox) -> None:
+    await box.upload_files([FileSpec("tests/test_new.py", b"def test_new():\n    pass\n")])
+    run, _ = await run_tests(box, "new_on_patched", FAST, 120, select=["tests/test_new.py"])
+    assert run.clean
+    assert dict(run.outcomes) == {"tests/test_new.py::test_new": "passed"}
+
+
+async def test_no_bytecode_lands_in_the_tree(box: LocalSandbox) -> None:
+    test = b"from mod import X\n\n\ndef test_x():\n    assert X == 1\n"
+    await box.upload_files([FileSpec("mod.py", b"X = 1\n"), FileSpec("tests/test_mod.py", test)])
+    run, _ = await run_tests(box, "patched", FAST + " tests/test_mod.py", 120)
+    assert run.clean
+    found = await box.exec("find /workspace -name '*.pyc' -o -name __pycache__")
+    assert found.output.strip() == ""
