@@ -50,9 +50,9 @@ def test_writes_during_the_runs_change_nothing_published(results: dict[str, Resu
     result = results[CONTROLS[1].name]
     verification = result.report["verification"]
     assert verification["effective_files"] == ["calc.py", "tests/test_writer.py"]
+    assert result.report["patch"]["files"] == ["calc.py", "tests/test_writer.py"]
     patch = (result.out / "patch.diff").read_text()
-    assert "planted" not in patch
-    assert ".git" not in patch
+    assert "+# planted" not in patch  # the line the test writes into calc.py as it runs
 
 
 def test_every_limit_is_said(results: dict[str, Result]) -> None:

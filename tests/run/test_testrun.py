@@ -124,3 +124,19 @@ async def test_no_bytecode_lands_in_the_tree(box: LocalSandbox) -> None:
     assert run.clean
     found = await box.exec("find /workspace -name '*.pyc' -o -name __pycache__")
     assert found.output.strip() == ""
+
+
+async def test_bytecode_in_the_tree_is_never_run(box: LocalSandbox) -> None:
+    """A .pyc CPython would trust (unchecked hash, or matching mtime and size) of other code
+    than the source beside it: the tree's bytecode is removed before the tests start."""
+    test = b"from mod import X\n\n\ndef test_x():\n    assert X == 1\n"
+    await box.upload_files([FileSpec("mod.py", b"X = 2\n"), FileSpec("tests/test_mod.py", test)])
+    planted = await box.exec(
+        "python3 - <<'EOF'\nimport importlib.util, py_compile\n"
+        "py_compile.compile('mod.py', cfile=importlib.util.cache_from_source('mod.py'),"
+        " invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\nEOF\n"
+        "printf 'X = 1\\n' > mod.py && ls __pycache__"
+    )
+    assert planted.ok, planted.output
+    run, _ = await run_tests(box, "patched", FAST + " tests/test_mod.py", 120)
+    assert dict(run.outcomes) == {"tests/test_mod.py::test_x": "passed"}

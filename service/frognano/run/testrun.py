@@ -6,6 +6,7 @@ import secrets
 import shlex
 from collections.abc import Sequence
 
+from frognano.errors import SandboxError
 from frognano.run import results
 from frognano.run.collector import (
     COLLECTOR_FILE,
@@ -57,9 +58,11 @@ def shell_script(
         pythonpath="$PYTHONPATH",
         pytest_plugins="$PYTEST_PLUGINS",
     )
-    # A fresh bytecode cache outside the tree: no .pyc the tree or its setup holds, in
-    # __pycache__ or elsewhere, is ever trusted, and none written here outlives the run.
-    variables["PYTHONPYCACHEPREFIX"] = f"{TMP}/.frognano-pycache-{token[:16]}"
+    # No bytecode is written during the run, and none the tree held survives (purge_bytecode):
+    # CPython would run a .pyc whose recorded source mtime (whole seconds) and size match a
+    # changed source. The environment's own bytecode, read-only outside the tree, stays in use:
+    # a PYTHONPYCACHEPREFIX would hide the tree's too, but recompiles pytest every run.
+    variables["PYTHONDONTWRITEBYTECODE"] = "1"
     exports = " ".join(f'{name}="{value}"' for name, value in variables.items())
     return (
         f"exec {COLLECTOR_FD}>&1 >{shlex.quote(log)} 2>&1 </dev/null\n"
@@ -81,6 +84,7 @@ async def run_tests(
     """Run the test command in /workspace; returns the run and a note about the collector.
     Failures, crashes and timeouts are results; only a failing sandbox raises."""
     collector_dir, note = await install_collector(sandbox)
+    await purge_bytecode(sandbox)
     token = new_token()
     log = f"{TMP}/.frognano-output-{token[:16]}.log"
     chosen = None
@@ -115,6 +119,21 @@ async def run_tests(
         ),
         note,
     )
+
+
+PURGE = (
+    f"find {WORKSPACE} -xdev \\( -name __pycache__ -type d -o -name '*.py[co]' \\) -prune "
+    "-exec rm -rf -- {} +"
+)
+
+
+async def purge_bytecode(sandbox: Sandbox) -> None:
+    """Remove every bytecode file of the tree, so that none can be run in place of its source
+    (the repository's own, or what setup compiled); a failure is the sandbox's, not a result."""
+    result = await sandbox.exec(PURGE, cwd=WORKSPACE, timeout=300, split_stderr=True)
+    if not result.ok:
+        why = (result.stderr or "").strip()
+        raise SandboxError(f"could not remove the tree's bytecode before the tests: {why}")
 
 
 _READ_LOG = f"""
