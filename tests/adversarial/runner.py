@@ -1,11 +1,19 @@
-"""Replaying scripted agent runs through `frognano solve`, as real processes, a few at a time."""
+"""Replaying scripted agent runs through `frognano solve`, as real processes, a few at a time.
+
+Each run is a process of its own running the CLI's entry point with the run's argv and
+environment, forked from a server process that imported FrogNano once (multiprocessing's
+forkserver): importing the model client costs more CPU than a whole verification of these
+small repositories, and a corpus of many runs would pay it each time.
+"""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -115,6 +123,40 @@ def environment(
     return env
 
 
+_FORKS = multiprocessing.get_context("forkserver")
+_FORKS.set_forkserver_preload(["frognano.cli", "frognano.pipeline"])
+
+
+def _solve(argv: list[str], env: dict[str, str], stdout: str, stderr: str) -> None:
+    """In the forked child: `frognano ARGV` with exactly `env`, its output into two files."""
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = None  # read TMPDIR again: the sandboxes go where this run says
+    for fd, path in ((1, stdout), (2, stderr)):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    from frognano.cli import app
+
+    sys.argv = ["frognano", *argv]
+    app()  # exits with the command's status
+
+
+def solve_process(
+    argv: list[str], env: dict[str, str], scratch: Path, timeout: float
+) -> tuple[int, str]:
+    """Run `frognano solve` as its own process; (exit status, stderr)."""
+    stdout, stderr = scratch / "solve.stdout", scratch / "solve.stderr"
+    process = _FORKS.Process(target=_solve, args=(argv, env, str(stdout), str(stderr)))
+    process.start()
+    process.join(timeout)
+    if process.exitcode is None:
+        process.kill()
+        process.join()
+        raise TimeoutError(f"frognano {' '.join(argv)} ran past {timeout} s")
+    return process.exitcode, stderr.read_text(errors="replace")
+
+
 def run_case(case: Case, scratch: Path, cache: Path) -> Result:
     repo = make_repo(scratch / "repo", case.files, case.modes)
     issue = scratch / "ISSUE.md"
@@ -130,19 +172,13 @@ def run_case(case: Case, scratch: Path, cache: Path) -> Result:
         Turn(reasoning="Change the files.", calls=[("Bash", {"command": case.script})]),
         Turn(content="Done: the tests pass now."),
     ]
+    argv = ["solve", str(repo), "--issue-file", str(issue), "--out", str(out)]
     with ScriptedModelServer(turns) as server:
-        done = subprocess.run(
-            [sys.executable, "-m", "frognano", "solve", str(repo), "--issue-file", str(issue),
-             "--out", str(out)],
-            env=environment(server, scratch, policies, cache),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )  # fmt: skip
+        code, stderr = solve_process(argv, environment(server, scratch, policies, cache),
+                                     scratch, timeout=300)  # fmt: skip
     report_file = out / "report.json"
     report = json.loads(report_file.read_text()) if report_file.exists() else {}
-    return Result(case, done.returncode, report, done.stderr, out)
+    return Result(case, code, report, stderr, out)
 
 
 def run_all(cases: Sequence[Case], scratch: Path) -> dict[str, Result]:
