@@ -310,3 +310,19 @@ async def test_what_tests_write_during_the_runs_is_never_published(tmp_path: Pat
     )
     runs = outcome.report["verification"]
     assert runs["new_on_patched"]["tests"] == {"tests/test_writer.py::test_writer": "passed"}
+
+
+async def test_a_setup_that_fails_only_in_verification_ends_the_run_readably(
+    tmp_path: Path,
+) -> None:
+    """Verification trees have no .git, so setup that needs one (setuptools_scm, say) fails
+    there even though it passed in the agent's sandbox: the run says so, with the output."""
+    policy = EffectivePolicy.model_validate(
+        {"sandbox": {"setup": ["test -d .git || { echo 'no .git here' >&2; exit 4; }"]}}
+    )
+    outcome = await run(tmp_path, [read("calc.py"), FIX, DONE], policy)
+    assert not outcome.patch_ready
+    assert outcome.reason.startswith("the policy's setup command `test -d .git")
+    assert "exited 4:\nno .git here" in outcome.reason
+    assert outcome.report["error"] == outcome.reason
+    assert outcome.report["patch"]["files"] == ["calc.py"]

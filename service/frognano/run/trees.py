@@ -89,9 +89,6 @@ class Overlay:
     def paths(self) -> tuple[str, ...]:
         return tuple(change.path for change in self.files)
 
-    def __add__(self, other: Overlay) -> Overlay:
-        return Overlay(self.files + other.files)
-
 
 def overlay(changes: Iterable[AppliedFile]) -> Overlay:
     return Overlay(tuple(sorted(changes, key=lambda change: change.path)))

@@ -102,18 +102,16 @@ async def verify(
         return Verification(rules, evidence, plan=plan, limits=limits(plan, None, evidence))
     context = _Context(base, policy, sandboxes, identity, cache)
     select = plan.new_test_files
-    async with asyncio.TaskGroup() as group:
-        patched = group.create_task(_run(context, "patched", plan.patched))
-        baseline = group.create_task(_baseline(context)) if policy.verify.baseline else None
-        new_runs = (
-            group.create_task(_run(context, "new_on_patched", plan.with_new_tests, select)),
-            group.create_task(_run(context, "new_on_base", plan.new_tests_only, select)),
-        ) if select else None  # fmt: skip
+    try:
+        patched, baseline, new_runs = await _all_runs(context, plan, select)
+    except BaseExceptionGroup as failed:
+        # One run's sandbox or setup failed: the others were cancelled. Say what failed.
+        raise _first(failed) from None
     runs = Runs(
-        patched=patched.result(),
-        baseline=None if baseline is None else baseline.result(),
-        new_on_patched=None if new_runs is None else new_runs[0].result(),
-        new_on_base=None if new_runs is None else new_runs[1].result(),
+        patched=patched,
+        baseline=baseline,
+        new_on_patched=None if new_runs is None else new_runs[0],
+        new_on_base=None if new_runs is None else new_runs[1],
     )
     evidence = decide(rules, runs)
     return Verification(
@@ -124,6 +122,39 @@ async def verify(
         notes=tuple(dict.fromkeys(context.notes)),
         limits=limits(plan, runs, evidence),
     )
+
+
+async def _all_runs(
+    context: _Context, plan: Plan, select: Sequence[str]
+) -> tuple[TestRun, TestRun | None, tuple[TestRun, TestRun] | None]:
+    """The plan's runs at once: patched, baseline (if the policy wants it), new tests."""
+    async with asyncio.TaskGroup() as group:
+        patched = group.create_task(_run(context, "patched", plan.patched))
+        baseline = group.create_task(_baseline(context)) if context.policy.verify.baseline else None
+        new_runs = (
+            group.create_task(_run(context, "new_on_patched", plan.with_new_tests, select)),
+            group.create_task(_run(context, "new_on_base", plan.new_tests_only, select)),
+        ) if select else None  # fmt: skip
+    return (
+        patched.result(),
+        None if baseline is None else baseline.result(),
+        None if new_runs is None else (new_runs[0].result(), new_runs[1].result()),
+    )
+
+
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first failure of a task group that is not a cancellation it caused."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        elif not isinstance(exc, asyncio.CancelledError):
+            leaves.append(exc)
+
+    walk(group)
+    return leaves[0] if leaves else group
 
 
 async def _run(
