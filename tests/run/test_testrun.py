@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from frognano.run.collector import COLLECTOR_FILE, collector_source
-from frognano.run.testrun import install_collector, run_tests
+from frognano.run.testrun import PYTHONPATH_HINT, install_collector, run_tests
 from frognano.sandbox.isolation import choose_mechanism
 from frognano.sandbox.local import LocalSandbox
 from frognano.sandbox.paths import TOOLS
@@ -140,3 +140,19 @@ async def test_bytecode_in_the_tree_is_never_run(box: LocalSandbox) -> None:
     assert planted.ok, planted.output
     run, _ = await run_tests(box, "patched", FAST + " tests/test_mod.py", 120)
     assert dict(run.outcomes) == {"tests/test_mod.py::test_x": "passed"}
+
+
+@pytest.mark.parametrize(
+    ("command", "hinted"),
+    [
+        ("PYTHONPATH=src python -m pytest -q", True),
+        ("export PYTHONPATH=src; python -m pytest -q", True),
+        ("PYTHONPATH=src:$PYTHONPATH python -m pytest -q -p no:cacheprovider", False),
+    ],
+)
+async def test_a_command_that_replaces_pythonpath_is_told_what_to_write(
+    box: LocalSandbox, command: str, hinted: bool
+) -> None:
+    run, _ = await run_tests(box, "patched", command, 120)
+    assert (PYTHONPATH_HINT in run.problems) is hinted
+    assert run.complete is not hinted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 import shlex
 from collections.abc import Sequence
@@ -102,6 +103,8 @@ async def run_tests(
         results.parse_records(result.output.encode(), token), result.exit_code
     )
     problems = [problem.message for problem in report.problems]
+    if not report.sessions and _drops_pythonpath(command):
+        problems.append(PYTHONPATH_HINT)
     if result.truncated:
         problems.append(f"the collector's records exceeded {RECORDS_LIMIT // 2**20} MiB")
     return (
@@ -119,6 +122,18 @@ async def run_tests(
         ),
         note,
     )
+
+
+PYTHONPATH_HINT = (
+    "the test command sets PYTHONPATH without keeping what it was, so pytest cannot import "
+    "FrogNano's collector: write PYTHONPATH=src:$PYTHONPATH (or pytest's `pythonpath` option)"
+)
+_SETS_PYTHONPATH = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?PYTHONPATH=(\S*)")
+
+
+def _drops_pythonpath(command: str) -> bool:
+    """Whether `command` assigns PYTHONPATH a value that leaves the old one out."""
+    return any("PYTHONPATH" not in value for value in _SETS_PYTHONPATH.findall(command))
 
 
 PURGE = (
