@@ -26,12 +26,12 @@ Usage:
 
 `--baseline-cache` lets a project's verifications share its baseline (a FileCache in the
 temporary folder), as repeated runs on one base do in production. `--explain` also times the
-plain run with a fresh PYTHONPYCACHEPREFIX, as each verification run gets, and two of those
-at once, as verification runs the baseline and the patched run: what is left of the
-verification time is FrogNano's own (sandboxes, uploads, collector). Per patch it prints
-each run's summary and duration, what the comparison found and the reason. The first run
-needs PyPI (pip download and pip install; default cache: $TMPDIR/frognano-verify-real);
-later runs reuse the cache.
+plain run as each verification run gets it (the tree's bytecode removed first, none written:
+PYTHONDONTWRITEBYTECODE), and two of those at once, as verification runs the baseline and the
+patched run: what is left of the verification time is FrogNano's own (sandboxes, uploads,
+collector). Per patch it prints each run's summary and duration, what the comparison found and
+the reason. The first run needs PyPI (pip download and pip install; default cache:
+$TMPDIR/frognano-verify-real); later runs reuse the cache.
 """
 
 from __future__ import annotations
@@ -54,9 +54,10 @@ from frognano.run.baselines import BaselineCache, FileCache
 from frognano.run.collector import COLLECTOR_MODULE, collector_source
 from frognano.run.outcomes import Role, TestRun
 from frognano.run.plan import make_plan
+from frognano.run.testrun import purge_bytecode
 from frognano.run.trees import HostTree, build_tree, overlay
 from frognano.run.verification import Verification, verify
-from frognano.sandbox import TMP, WORKSPACE, SandboxLimits, SandboxOptions, create_sandbox
+from frognano.sandbox import WORKSPACE, SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.local import LocalSandbox
 from frognano.workspace import upload_excludes
@@ -80,7 +81,7 @@ class Outcome:
     plain_s: list[float]
     plain_exit: int | None
     pycache_s: list[float]
-    """Plain runs with a fresh PYTHONPYCACHEPREFIX (`--explain`), else empty."""
+    """Plain runs without bytecode, as verification runs them (`--explain`), else empty."""
     pair_s: list[float]
     """Two of those at once, the slower one's time (`--explain`), else empty."""
 
@@ -138,17 +139,20 @@ async def verify_patch(
 
 
 async def plain_run(
-    task: Task, options: SandboxOptions, policy: EffectivePolicy, *, fresh_pycache: bool = False
+    task: Task, options: SandboxOptions, policy: EffectivePolicy, *, no_bytecode: bool = False
 ) -> tuple[float, int | None]:
     """The test command alone, with no collector, on the gold tree in a prepared sandbox;
-    `fresh_pycache`: with an empty PYTHONPYCACHEPREFIX, as every verification run has."""
+    `no_bytecode`: the tree's bytecode removed and none written, as in every verification."""
     base = await HostTree.scan(task.root, upload_excludes(task.root))
     applied = await asyncio.to_thread(apply_diff, parse_diff(task.patches["gold"]), base)
     box = await LocalSandbox.create(options)
     try:
         await build_tree(box, base, overlay(applied))
-        prefix = f"export PYTHONPYCACHEPREFIX={TMP}/.pycache-bench\n" if fresh_pycache else ""
+        prefix = ""
         started = time.perf_counter()
+        if no_bytecode:
+            await purge_bytecode(box)
+            prefix = "export PYTHONDONTWRITEBYTECODE=1\n"
         result = await box.exec(
             prefix + policy.verify.command, cwd=WORKSPACE, timeout=policy.verify.timeout_seconds
         )
@@ -173,9 +177,9 @@ async def run_task(
         seconds, plain_exit = await plain_run(task, options, policy)
         plain_s.append(seconds)
         if args.explain:
-            seconds, _ = await plain_run(task, options, policy, fresh_pycache=True)
+            seconds, _ = await plain_run(task, options, policy, no_bytecode=True)
             pycache_s.append(seconds)
-            pair = [plain_run(task, options, policy, fresh_pycache=True) for _ in range(2)]
+            pair = [plain_run(task, options, policy, no_bytecode=True) for _ in range(2)]
             pair_s.append(max(seconds for seconds, _ in await asyncio.gather(*pair)))
         gold, seconds = await verify_patch(task, task.patches["gold"], options, policy, cache)
         verify_s.append(seconds)
@@ -197,7 +201,7 @@ def timings(outcome: Outcome) -> str:
         f"(exit status {outcome.plain_exit})"
     )
     if outcome.pycache_s:
-        text += "; with a fresh PYTHONPYCACHEPREFIX s " + _seconds(outcome.pycache_s)
+        text += "; without bytecode s " + _seconds(outcome.pycache_s)
         text += "; two of those at once s " + _seconds(outcome.pair_s)
     return text
 
@@ -284,7 +288,7 @@ async def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the checkouts")
     parser.add_argument("--mechanism", default="auto", choices=("auto", "bwrap", "unshare"))
     parser.add_argument("--explain", action="store_true",
-                        help="also time plain runs with a fresh PYTHONPYCACHEPREFIX")  # fmt: skip
+                        help="also time plain runs without bytecode, as verified")  # fmt: skip
     parser.add_argument("--baseline-cache", action="store_true",
                         help="reuse a project's baseline across its verifications")  # fmt: skip
     args = parser.parse_args()
