@@ -13,12 +13,13 @@ which must have FrogNano's dev dependencies and mutmut installed
 (`pip install -e ".[dev,mutation]"`). Usage:
 
     python benchmarks/mutation.py [--groups verdict diff gate] [--jobs 2] [--keep DIR]
-                                  [--survivors]
+                                  [--survivors] [--rerun]
 
 It prints, per group and per module, killed / total and the share, then exits 1 when a group
 is under 90%. `--survivors` also lists each surviving mutant's name (`mutmut show NAME` in the
 kept folder prints its diff); `--keep DIR` stages there and keeps it, so a second run reuses
-the finished results of unchanged functions.
+the finished results of unchanged functions; `--rerun` (with `--keep` of an earlier run)
+tests only that run's survivors again, against the current tests.
 """
 
 from __future__ import annotations
@@ -59,11 +60,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "run/gatecheck.py",
     ),
 }
-# The unit tests of these modules. Those that start pytest or a sandbox take seconds each, and
+# The unit tests of these modules. Those that start pytest, git or a sandbox take seconds each, and
 # mutmut reruns every test that reaches a function for each of its surviving mutants, so they
 # are left out: what they alone would catch counts as surviving here.
 TESTS = ("tests/run", "tests/policy")
 SLOW = (
+    "tests/run/test_apply_git.py",
     "tests/run/test_testrun.py",
     "tests/run/test_collector.py",
     "tests/run/test_collector_commands.py",
@@ -137,8 +139,7 @@ def stage(into: Path, modules: list[str]) -> None:
 def tally(into: Path, module: str, survivors: bool) -> Tally:
     meta = into / "mutants" / "src" / "frognano" / f"{module}.meta"
     found = Tally()
-    if not meta.exists():
-        found.counts["no mutants"] += 0
+    if not meta.exists():  # no function to mutate, or mutmut did not get to it
         return found
     codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
     for name, code in codes.items():
@@ -159,12 +160,24 @@ def tally(into: Path, module: str, survivors: bool) -> Tally:
     return found
 
 
+def survivors(into: Path, modules: list[str]) -> list[str]:
+    """The names of the mutants an earlier run in `into` left alive (or reached by no test)."""
+    names = []
+    for module in modules:
+        meta = into / "mutants" / "src" / "frognano" / f"{module}.meta"
+        if meta.exists():
+            codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+            names += [name for name, code in codes.items() if code in (*SURVIVED, 5, 33)]
+    return names
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--groups", nargs="+", choices=list(GROUPS), default=list(GROUPS))
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once")
     parser.add_argument("--keep", type=Path, help="stage in this folder and keep it")
     parser.add_argument("--survivors", action="store_true", help="list surviving mutants")
+    parser.add_argument("--rerun", action="store_true", help="retest the kept run's survivors")
     args = parser.parse_args()
     if shutil.which("mutmut") is None and not (Path(sys.executable).parent / "mutmut").exists():
         print('mutmut is not installed here: pip install -e ".[dev,mutation]"', file=sys.stderr)
@@ -172,10 +185,13 @@ def main() -> int:
     modules = [module for group in args.groups for module in GROUPS[group]]
     into = args.keep or Path(tempfile.mkdtemp(prefix="frognano-mutation-"))
     into.mkdir(parents=True, exist_ok=True)
+    again = survivors(into, modules) if args.rerun else []
+    if args.rerun and args.keep is None:
+        parser.error("--rerun needs --keep DIR of an earlier run")
     stage(into, modules)
     mutmut = Path(sys.executable).parent / "mutmut"
     command = [str(mutmut) if mutmut.exists() else "mutmut", "run",
-               "--max-children", str(args.jobs)]  # fmt: skip
+               "--max-children", str(args.jobs), *again]  # fmt: skip
     print(f"mutating {len(modules)} modules in {into}", flush=True)
     done = subprocess.run(command, cwd=into, stdout=subprocess.DEVNULL, check=False)
     if done.returncode != 0:
