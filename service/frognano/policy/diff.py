@@ -368,7 +368,8 @@ def _parse_hunk(lines: list[bytes], start: int, body: _Body) -> tuple[Hunk, int]
         index += 1
         if index < len(lines) and lines[index][:1] == b"\\":
             if lines[index] != NO_NEWLINE:
-                raise ValueError(f"line {index + 1}: unexpected line in a hunk: {_show(line)}")
+                shown = _show(lines[index])
+                raise ValueError(f"line {index + 1}: unexpected line in a hunk: {shown}")
             body.old_ended = old_missing = old_missing or item.marker != "+"
             body.new_ended = new_missing = new_missing or item.marker != "-"
             index += 1

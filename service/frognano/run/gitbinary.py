@@ -85,7 +85,7 @@ def _block(lines: Sequence[bytes], index: int, budget: int) -> tuple[BinaryPatch
         try:
             check_delta(data)
         except ValueError as exc:
-            raise ValueError(f"line {first - 1}: malformed binary delta: {exc}") from None
+            raise ValueError(f"line {first}: malformed binary delta: {exc}") from None
     return BinaryPatch(kind, size, data), index + 1
 
 
@@ -131,7 +131,7 @@ def _decode_lines(encoded: list[bytes], lengths: list[int], first: int) -> bytes
                     value = value * 85 + _DIGITS.index(char)
                 if value >= 2**32:
                     raise ValueError(
-                        f"line {first + offset}: base85 group "
+                        f"line {first + offset + 1}: base85 group "
                         f"{chars[start : start + 5].decode()!r} is out of range"
                     ) from None
         raise ValueError(f"line {first}: undecodable base85 data") from None
