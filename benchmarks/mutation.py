@@ -19,7 +19,8 @@ It prints, per group and per module, killed / total and the share, then exits 1 
 is under 90%. `--survivors` also lists each surviving mutant's name (`mutmut show NAME` in the
 kept folder prints its diff); `--keep DIR` stages there and keeps it, so a second run reuses
 the finished results of unchanged functions; `--rerun` (with `--keep` of an earlier run)
-tests only that run's survivors again, against the current tests.
+tests only that run's survivors again, against the current tests (which may only have
+gained tests since, the code under test unchanged).
 """
 
 from __future__ import annotations
@@ -136,12 +137,17 @@ def stage(into: Path, modules: list[str]) -> None:
     (into / "pyproject.toml").write_text(text)
 
 
-def tally(into: Path, module: str, survivors: bool) -> Tally:
+def codes_of(into: Path, module: str) -> dict[str, int | None]:
+    """mutmut's exit code per mutant of `module` (None: not tested), from its results file."""
     meta = into / "mutants" / "src" / "frognano" / f"{module}.meta"
-    found = Tally()
     if not meta.exists():  # no function to mutate, or mutmut did not get to it
-        return found
+        return {}
     codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+    return codes
+
+
+def tally(codes: dict[str, int | None], survivors: bool) -> Tally:
+    found = Tally()
     for name, code in codes.items():
         if code in KILLED:
             found.counts["killed"] += 1
@@ -156,19 +162,14 @@ def tally(into: Path, module: str, survivors: bool) -> Tally:
             if survivors:
                 found.survivors.append(name + " (no test reaches it)")
         else:
-            found.counts[f"other({code})"] += 1
+            found.counts[f"not tested ({code})"] += 1
     return found
 
 
-def survivors(into: Path, modules: list[str]) -> list[str]:
-    """The names of the mutants an earlier run in `into` left alive (or reached by no test)."""
-    names = []
-    for module in modules:
-        meta = into / "mutants" / "src" / "frognano" / f"{module}.meta"
-        if meta.exists():
-            codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
-            names += [name for name, code in codes.items() if code in (*SURVIVED, 5, 33)]
-    return names
+def survivors(earlier: dict[str, dict[str, int | None]]) -> list[str]:
+    """The names of the mutants an earlier run left alive (or reached by no test)."""
+    return [name for codes in earlier.values() for name, code in codes.items()
+            if code in (*SURVIVED, 5, 33)]  # fmt: skip
 
 
 def main() -> int:
@@ -185,7 +186,10 @@ def main() -> int:
     modules = [module for group in args.groups for module in GROUPS[group]]
     into = args.keep or Path(tempfile.mkdtemp(prefix="frognano-mutation-"))
     into.mkdir(parents=True, exist_ok=True)
-    again = survivors(into, modules) if args.rerun else []
+    # mutmut forgets the other verdicts when it retests named mutants; a mutant the earlier
+    # tests killed stays killed (tests were only added), so those verdicts are kept here.
+    earlier = {module: codes_of(into, module) for module in modules} if args.rerun else {}
+    again = survivors(earlier)
     if args.rerun and args.keep is None:
         parser.error("--rerun needs --keep DIR of an earlier run")
     stage(into, modules)
@@ -202,7 +206,11 @@ def main() -> int:
         total = Tally()
         lines = []
         for module in GROUPS[group]:
-            found = tally(into, module, args.survivors)
+            codes = codes_of(into, module)
+            for name, code in earlier.get(module, {}).items():
+                if codes.get(name) is None:
+                    codes[name] = code
+            found = tally(codes, args.survivors)
             total.add(found)
             lines.append("  " + found.line(module))
             lines.extend(f"      {name}" for name in found.survivors)

@@ -492,3 +492,40 @@ def test_a_new_test_absent_from_a_base_run_that_collected_its_file_is_no_evidenc
         new_on({NEW2: "failed"}, role="new_on_base"),
     )
     assert compare(runs).new_evidence == ()
+
+
+def test_a_test_that_moves_between_failing_and_skipped_is_neither_fixed_nor_still_failing() -> None:
+    runs = Runs(run({A: "skipped", B: "failed", C: "passed"}), base({A: "failed", B: "skipped"}))
+    assert compare(runs) == Comparison(skipped=(A,), passing=1)
+
+
+def test_exactly_five_ids_are_named_with_nothing_more() -> None:
+    after: dict[str, Outcome] = {A: "passed", **dict.fromkeys(MANY[:5], "failed")}
+    before: dict[str, Outcome] = {A: "failed", **dict.fromkeys(MANY[:5], "passed")}
+    evidence = decide(FTP, Runs(run(after), base(before)))
+    assert evidence.reason == (
+        "5 test(s) that passed on the base do not pass with the patch: " + ", ".join(MANY[:5])
+    )
+
+
+def test_listed_tests_keep_their_notes_and_name_every_missing_test() -> None:
+    listed = Rules(fail_to_pass=(A,))
+    held = decide(listed, Runs(run({A: "passed", B: "skipped"}), base({A: "failed", B: "skipped"})))
+    assert held.notes == (
+        "1 test(s) were skipped with the patch; a skipped test counts as not passing.",
+    )
+    missing = decide(Rules(fail_to_pass=(A, B)), Runs(run({A: "failed"}), base({A: "failed"})))
+    assert missing.reason == (
+        f"2 test(s) listed in verify.fail_to_pass do not pass with the patch: {A} (failed), "
+        f"{B} (not collected)"
+    )
+
+
+def test_nothing_to_show_keeps_its_notes() -> None:
+    evidence = decide(
+        FTP, Runs(run({A: "passed", B: "skipped"}), base({A: "passed", B: "skipped"}))
+    )
+    assert not evidence.held
+    assert evidence.notes == (
+        "1 test(s) were skipped with the patch; a skipped test counts as not passing.",
+    )
