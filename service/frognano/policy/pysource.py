@@ -116,12 +116,14 @@ def with_decorators(node: ast.AST) -> ast.AST:
 
 
 def header_span(node: ast.AST) -> ast.AST:
-    """A stand-in node spanning a statement's header: a compound statement up to its body."""
+    """A stand-in node spanning a statement's header: a compound statement up to its body,
+    a definition from its first decorator (whose expressions are part of the header)."""
     body = getattr(node, "body", None)
-    start = getattr(node, "lineno", 1)
-    end = getattr(node, "end_lineno", start)
+    first = getattr(node, "lineno", 1)
+    end = getattr(node, "end_lineno", first)
+    start = getattr(with_decorators(node), "lineno", first)
     if isinstance(body, list) and body and isinstance(body[0], ast.AST):
-        end = max(start, getattr(body[0], "lineno", start) - 1)
+        end = max(first, getattr(body[0], "lineno", first) - 1)
     span = ast.Pass()
     span.lineno, span.end_lineno = start, end
     return span
