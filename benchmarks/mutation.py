@@ -13,20 +13,23 @@ which must have FrogNano's dev dependencies and mutmut installed
 (`pip install -e ".[dev,mutation]"`). Usage:
 
     python benchmarks/mutation.py [--groups verdict diff gate] [--jobs 2] [--keep DIR]
-                                  [--survivors] [--rerun]
+                                  [--survivors] [--rerun [--sample SHARE]]
 
 It prints, per group and per module, killed / total and the share, then exits 1 when a group
 is under 90%. `--survivors` also lists each surviving mutant's name (`mutmut show NAME` in the
 kept folder prints its diff); `--keep DIR` stages there and keeps it, so a second run reuses
 the finished results of unchanged functions; `--rerun` (with `--keep` of an earlier run)
-tests only that run's survivors again, against the current tests (which may only have
-gained tests since, the code under test unchanged).
+tests only that run's survivors (and what it did not get to) again, against the current
+tests (which may only have gained tests since, the code under test unchanged); `--sample
+0.3` tests a seeded random 30% of what it did not get to, and the shares are then of the
+mutants tested ("not tested" counts the rest).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -94,7 +97,8 @@ class Tally:
 
     @property
     def total(self) -> int:
-        return sum(self.counts.values())
+        """The mutants tested (a sampled `--rerun` leaves some out)."""
+        return sum(n for kind, n in self.counts.items() if kind != "not tested")
 
     @property
     def share(self) -> float:
@@ -146,6 +150,20 @@ def codes_of(into: Path, module: str) -> dict[str, int | None]:
     return codes
 
 
+def keep_earlier(into: Path, module: str, earlier: dict[str, int | None]) -> dict[str, int | None]:
+    """The module's verdicts, each one mutmut left untested taken from `earlier`, and saved
+    so that the kept folder stays whole for the next `--rerun`."""
+    codes = codes_of(into, module)
+    untested = {name: code for name, code in earlier.items() if codes.get(name) is None}
+    if untested:
+        meta = into / "mutants" / "src" / "frognano" / f"{module}.meta"
+        data = json.loads(meta.read_text())
+        data["exit_code_by_key"].update(untested)
+        meta.write_text(json.dumps(data))
+        codes.update(untested)
+    return codes
+
+
 def tally(codes: dict[str, int | None], survivors: bool) -> Tally:
     found = Tally()
     for name, code in codes.items():
@@ -161,15 +179,20 @@ def tally(codes: dict[str, int | None], survivors: bool) -> Tally:
             found.counts["no tests"] += 1
             if survivors:
                 found.survivors.append(name + " (no test reaches it)")
+        elif code is None:
+            found.counts["not tested"] += 1
         else:
-            found.counts[f"not tested ({code})"] += 1
+            found.counts[f"exit status {code}"] += 1
     return found
 
 
-def survivors(earlier: dict[str, dict[str, int | None]]) -> list[str]:
-    """The names of the mutants an earlier run left alive (or reached by no test)."""
-    return [name for codes in earlier.values() for name, code in codes.items()
-            if code in (*SURVIVED, 5, 33)]  # fmt: skip
+def survivors(earlier: dict[str, dict[str, int | None]], sample: float) -> list[str]:
+    """The names of the mutants an earlier run left alive or reached by no test, and of those
+    it did not get to (it was stopped): all of them, or a `sample` share picked at random
+    (seeded, so a rerun picks the same)."""
+    pick = random.Random(0)  # noqa: S311 - a sample, not a secret
+    return [name for codes in earlier.values() for name, code in sorted(codes.items())
+            if code in (*SURVIVED, 5, 33) or (code is None and pick.random() < sample)]  # fmt: skip
 
 
 def main() -> int:
@@ -179,6 +202,8 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="stage in this folder and keep it")
     parser.add_argument("--survivors", action="store_true", help="list surviving mutants")
     parser.add_argument("--rerun", action="store_true", help="retest the kept run's survivors")
+    parser.add_argument("--sample", type=float, default=1.0, metavar="SHARE",
+                        help="with --rerun: the share of untested mutants to test")  # fmt: skip
     args = parser.parse_args()
     if shutil.which("mutmut") is None and not (Path(sys.executable).parent / "mutmut").exists():
         print('mutmut is not installed here: pip install -e ".[dev,mutation]"', file=sys.stderr)
@@ -189,7 +214,7 @@ def main() -> int:
     # mutmut forgets the other verdicts when it retests named mutants; a mutant the earlier
     # tests killed stays killed (tests were only added), so those verdicts are kept here.
     earlier = {module: codes_of(into, module) for module in modules} if args.rerun else {}
-    again = survivors(earlier)
+    again = survivors(earlier, args.sample)
     if args.rerun and args.keep is None:
         parser.error("--rerun needs --keep DIR of an earlier run")
     stage(into, modules)
@@ -206,10 +231,7 @@ def main() -> int:
         total = Tally()
         lines = []
         for module in GROUPS[group]:
-            codes = codes_of(into, module)
-            for name, code in earlier.get(module, {}).items():
-                if codes.get(name) is None:
-                    codes[name] = code
+            codes = keep_earlier(into, module, earlier.get(module, {}))
             found = tally(codes, args.survivors)
             total.add(found)
             lines.append("  " + found.line(module))
