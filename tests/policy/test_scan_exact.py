@@ -7,6 +7,7 @@ import pytest
 from frognano.policy import pyrules, scan
 from frognano.policy.findings import Finding
 from tests.policy.fakes import GITHUB_TOKEN
+from tests.policy.test_gate_python import findings_for
 
 R = "[REDACTED]"
 
@@ -91,3 +92,13 @@ def test_subclasses_stand_for_exit_exceptions_and_dangerous_bases(
 )
 def test_patching_counts_for_the_runner_and_builtins_not_mock(owner: str, patched: bool) -> None:
     assert pyrules.patched(owner) is patched
+
+
+def test_under_the_default_policy_tampering_is_refused_and_other_suspicious_code_warns() -> None:
+    found = findings_for("src/m.py", "import os, sys\nsys.exit(0)\nos._exit(0)\n")
+    assert [(f.severity, f.kind, f.reason) for f in found] == [
+        ("warn", "suspicious", f"src/m.py adds {pyrules.SYS_EXIT} (1 line), which can make "
+         "failing tests pass without a fix; check that it is justified"),
+        ("block", "tampering", f"src/m.py adds {pyrules.EXIT} (1 line), which can make failing "
+         "tests pass without a fix; a fix does not need it, so it is refused (gate.tampering)"),
+    ]  # fmt: skip
