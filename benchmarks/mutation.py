@@ -208,6 +208,10 @@ def main() -> int:
     if shutil.which("mutmut") is None and not (Path(sys.executable).parent / "mutmut").exists():
         print('mutmut is not installed here: pip install -e ".[dev,mutation]"', file=sys.stderr)
         return 2
+    if args.rerun and args.keep is None:
+        parser.error("--rerun needs --keep DIR of an earlier run")
+    if not 0 <= args.sample <= 1:
+        parser.error(f"--sample is a share from 0 to 1, not {args.sample}")
     modules = [module for group in args.groups for module in GROUPS[group]]
     into = args.keep or Path(tempfile.mkdtemp(prefix="frognano-mutation-"))
     into.mkdir(parents=True, exist_ok=True)
@@ -215,8 +219,6 @@ def main() -> int:
     # tests killed stays killed (tests were only added), so those verdicts are kept here.
     earlier = {module: codes_of(into, module) for module in modules} if args.rerun else {}
     again = survivors(earlier, args.sample)
-    if args.rerun and args.keep is None:
-        parser.error("--rerun needs --keep DIR of an earlier run")
     stage(into, modules)
     mutmut = Path(sys.executable).parent / "mutmut"
     command = [str(mutmut) if mutmut.exists() else "mutmut", "run",
