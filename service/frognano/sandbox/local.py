@@ -66,8 +66,10 @@ def _remove_tree(path: Path) -> None:
     def retry(func: Callable[..., Any], failed: str, _exc: BaseException) -> None:
         parent = os.path.dirname(failed)
         with contextlib.suppress(OSError):
-            os.chmod(parent, stat.S_IRWXU)
-            os.chmod(failed, stat.S_IRWXU)
+            # chmod follows symlinks: a link the sandbox left must not pass it to a host file.
+            for target in (parent, failed):
+                if not stat.S_ISLNK(os.lstat(target).st_mode):
+                    os.chmod(target, stat.S_IRWXU)
         with contextlib.suppress(FileNotFoundError):
             func(failed)
 

@@ -1,0 +1,49 @@
+"""Removing a sandbox's host folder as its owner: read-only parts go, no link leads outside."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from tests.sandbox.test_mechanism import NOBODY, _as_nobody, public_copy
+
+__all__ = ["public_copy"]  # the fixture, imported for this module's tests
+
+
+def test_a_link_in_a_read_only_folder_does_not_change_its_target(public_copy: Path) -> None:
+    # Root ignores modes, so the clean-up's chmod-and-retry path runs only as another user,
+    # in a folder that user can reach (pytest's own are root's alone).
+    tmp_path = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        _check(public_copy, tmp_path)
+    finally:
+        shutil.rmtree(tmp_path)
+
+
+def _check(public_copy: Path, tmp_path: Path) -> None:
+    os.chown(tmp_path, NOBODY, NOBODY)
+    host = tmp_path / "host"
+    host.mkdir(mode=0o755)
+    os.chown(host, NOBODY, NOBODY)
+    done = _as_nobody(
+        f"""
+        import os
+        from pathlib import Path
+        from frognano.sandbox.local import BASE_PREFIX, _remove_tree
+
+        box = Path({str(tmp_path)!r}) / (BASE_PREFIX + "test")
+        locked = box / "locked"
+        locked.mkdir(parents=True)
+        (locked / "link").symlink_to({str(host)!r})
+        locked.chmod(0o555)
+        _remove_tree(box)
+        print("removed", not box.exists())
+        """,
+        public_copy,
+        "/usr/sbin:/usr/bin:/sbin:/bin",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["removed", "True"]
+    assert (host.stat().st_mode & 0o777) == 0o755
