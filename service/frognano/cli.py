@@ -77,8 +77,16 @@ PythonEnvOption = Annotated[
     typer.Option(
         "--python-env",
         help="Python environment to mount read-only and put first on PATH "
-        "(default: FROGNANO_PYTHON_ENV, else REPO_DIR/.venv, else the one running frognano).",
+        "(default: FROGNANO_PYTHON_ENV, else the one running frognano).",
         file_okay=False,
+    ),
+]
+RepoVenvOption = Annotated[
+    bool,
+    typer.Option(
+        "--repo-venv",
+        help="Use REPO_DIR/.venv as the Python environment (only for a checkout you trust; "
+        "refused if it points outside itself).",
     ),
 ]
 
@@ -221,6 +229,7 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
         ),
     ],
     python_env: PythonEnvOption = None,
+    repo_venv: RepoVenvOption = False,
     timeout: Annotated[
         float, typer.Option(help="Seconds before everything is killed.", min=1)
     ] = 600,
@@ -243,7 +252,10 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
         # A pod follows the policy's defaults (image, resources), as a run's sandbox would.
         pod = default_pod(settings) if backend == "kubernetes" else None
         options = SandboxOptions.from_settings(
-            settings, repo_dir=source, python_env=python_env, pod=pod
+            settings,
+            repo_venv=source / ".venv" if repo_venv else None,
+            python_env=python_env,
+            pod=pod,
         )
         async with await create_sandbox(backend, options) as box:
             exclude = []
@@ -320,6 +332,7 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         typer.Option(help="Folder for the results (default: ./frognano-runs/RUN_ID)."),
     ] = None,
     python_env: PythonEnvOption = None,
+    repo_venv: RepoVenvOption = False,
     test_command: Annotated[
         str | None,
         typer.Option(help="Test command for verification (default: the policy's verify.command)."),
@@ -411,6 +424,7 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         policy_source=source,
         backend=sandbox or settings.sandbox,
         python_env=python_env,
+        repo_venv=repo_venv,
         run_id=run_id,
         baseline_cache=_baseline_cache(settings),
     )

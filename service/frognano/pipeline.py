@@ -54,6 +54,9 @@ class SolveJob:
     policy_source: str = "built-in defaults"
     backend: str = "local"
     python_env: Path | None = None
+    repo_venv: bool = False
+    """Expose REPO_DIR/.venv instead of FrogNano's environment (`solve --repo-venv`, a trusted
+    local checkout only; the worker never sets it)."""
     run_id: str = field(default_factory=new_run_id)
     exclude: tuple[str, ...] | None = None
     """Relative paths left out of the upload; None: ask git (`.git` and what it ignores).
@@ -141,7 +144,7 @@ async def solve(
     client: ModelClient | None = None
     options = SandboxOptions.from_settings(
         settings,
-        repo_dir=repo_dir,
+        repo_venv=repo_dir / ".venv" if job.repo_venv else None,
         python_env=job.python_env,
         limits=SandboxLimits(memory_bytes=quantity_bytes(job.policy.sandbox.memory)),
         pod=pod_options(job.policy, run_id=job.run_id, labels=job.sandbox_labels),

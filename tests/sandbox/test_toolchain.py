@@ -32,12 +32,12 @@ async def test_pytest_runs_inside_with_default_environment() -> None:
         assert "ZeroDivisionError" in failing.output
 
 
-async def test_repository_venv_is_used_by_default(tmp_path: Path) -> None:
+async def test_repository_venv_is_used_when_asked(tmp_path: Path) -> None:
     require_mechanism("auto")
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(repo / ".venv")], check=True)
-    async with await create_sandbox("local", SandboxOptions(repo_dir=repo)) as box:
+    async with await create_sandbox("local", SandboxOptions(repo_venv=repo / ".venv")) as box:
         assert isinstance(box, LocalSandbox)
         result = await box.exec("python -c 'import sys; print(sys.prefix)'; echo $VIRTUAL_ENV")
         assert result.output.split() == [str(repo / ".venv")] * 2

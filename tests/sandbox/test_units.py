@@ -77,14 +77,64 @@ def test_python_env_defaults_to_running_interpreter() -> None:
         assert any(real_home == m or real_home.is_relative_to(m) for m in env.mounts)
 
 
-def test_python_env_prefers_the_repositorys_venv(tmp_path: Path) -> None:
+def test_python_env_ignores_a_repositorys_venv_unless_asked(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True
     )
-    env = resolve_python_env(None, tmp_path)
+    assert resolve_python_env(None, None).prefix == Path(sys.prefix)
+    env = resolve_python_env(None, tmp_path / ".venv")
     assert env.prefix == tmp_path / ".venv"
     assert env.is_venv
-    assert tmp_path / ".venv" in env.mounts
+    assert env.source == "the repository's .venv"
+    # The venv itself, and the Python it was made from, which FrogNano's own environment
+    # mounts anyway; nothing else.
+    own = resolve_python_env(None, None).mounts
+    assert env.mounts[0] == tmp_path / ".venv"
+    assert set(env.mounts[1:]) <= set(own)
+
+
+def _fake_venv(root: Path, home: str, python: Path = Path("/usr/bin/python3")) -> Path:
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").symlink_to(python)
+    (root / ".venv" / "pyvenv.cfg").write_text(f"home = {home}\nversion = 3.11.2\n")
+    return root / ".venv"
+
+
+def test_repository_venv_cannot_name_a_host_directory(tmp_path: Path) -> None:
+    """The attack: a committed pyvenv.cfg whose `home` is a host folder to read."""
+    secret = tmp_path / "secrets"
+    (secret / "bin").mkdir(parents=True)
+    venv = _fake_venv(tmp_path / "repo", f"{secret}/bin")
+    with pytest.raises(ConfigError, match=r"points outside itself, at .*secrets"):
+        resolve_python_env(None, venv)
+
+
+def test_repository_venv_cannot_link_its_python_outside(tmp_path: Path) -> None:
+    outside = tmp_path / "host" / "bin"
+    outside.mkdir(parents=True)
+    (outside / "python3").symlink_to("/usr/bin/python3")
+    venv = _fake_venv(tmp_path / "repo", "/usr/bin", python=outside / "python3")
+    # The link's target resolves into /usr, but the folder it names is mounted for it.
+    (tmp_path / "repo" / ".venv" / "bin" / "python").unlink()
+    (tmp_path / "repo" / ".venv" / "bin" / "python").symlink_to(tmp_path / "host")
+    with pytest.raises(ConfigError, match="points outside itself"):
+        resolve_python_env(None, venv)
+
+
+def test_repository_venv_holding_a_socket_is_refused(tmp_path: Path) -> None:
+    import socket
+
+    venv = _fake_venv(tmp_path / "repo", "/usr/bin")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(venv / "s"))
+        with pytest.raises(ConfigError, match=r"holds a socket \(.*/s\)"):
+            resolve_python_env(None, venv)
+
+
+def test_repository_venv_inside_system_dirs_is_accepted(tmp_path: Path) -> None:
+    venv = _fake_venv(tmp_path / "repo", "/usr/bin")
+    env = resolve_python_env(None, venv)
+    assert env.mounts == (venv,)
 
 
 def test_python_env_explicit_must_hold_python(tmp_path: Path) -> None:

@@ -91,8 +91,9 @@ class SandboxOptions:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     python_env: Path | None = None
     """Python environment to expose read-only; None picks the default (see pyenv.py)."""
-    repo_dir: Path | None = None
-    """The checkout being worked on, only to find its own `.venv`; it is never mounted."""
+    repo_venv: Path | None = None
+    """A checkout's own `.venv` to expose, only when the caller asked for it (a trusted local
+    checkout); it is refused unless everything it implies lies inside it (pyenv.py)."""
     local_mechanism: str = "auto"
     pod: PodOptions | None = None
     """The Kubernetes backend's pod: namespace, image, resources, lifetime, labels."""
@@ -107,7 +108,7 @@ class SandboxOptions:
         cls,
         settings: Settings,
         *,
-        repo_dir: Path | None = None,
+        repo_venv: Path | None = None,
         python_env: Path | None = None,
         limits: SandboxLimits | None = None,
         pod: PodOptions | None = None,
@@ -122,7 +123,7 @@ class SandboxOptions:
         return cls(
             limits=limits or SandboxLimits(),
             python_env=python_env or settings.python_env,
-            repo_dir=repo_dir,
+            repo_venv=repo_venv,
             local_mechanism=settings.local_sandbox_mechanism,
             pod=pod,
             kubeconfig=settings.k8s_kubeconfig,

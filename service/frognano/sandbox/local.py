@@ -121,7 +121,7 @@ class LocalSandbox(SandboxBase):
     async def create(cls, options: SandboxOptions) -> LocalSandbox:
         """Build a sandbox with an empty /workspace; raise SandboxError if that is impossible."""
         mechanism = await asyncio.to_thread(choose_mechanism, options.local_mechanism)
-        python_env = resolve_python_env(options.python_env, options.repo_dir)
+        python_env = resolve_python_env(options.python_env, options.repo_venv)
         # Root hands each sandbox a fresh unprivileged host uid; anyone else runs it as self.
         host_uid: int | None = None
         if os.geteuid() == 0:
