@@ -11,6 +11,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyseccomp
 import pytest
 import structlog
 
@@ -55,12 +56,14 @@ async def test_bwrap_as_root_refuses_unreachable_python(tmp_path: Path) -> None:
 
 @pytest.fixture
 def public_copy() -> Iterator[Path]:
-    """FrogNano and structlog copied where any user can read them (this checkout may not be)."""
+    """FrogNano, structlog and pyseccomp copied where any user can read them (this checkout
+    may not be)."""
     root = Path(tempfile.mkdtemp(prefix="frognano-public-"))
     try:
         root.chmod(0o755)
         shutil.copytree(Path(frognano.__file__).parent, root / "frognano")
         shutil.copytree(Path(structlog.__file__).parent, root / "structlog")
+        shutil.copy(pyseccomp.__file__, root / "pyseccomp.py")
         for path in root.rglob("*"):
             path.chmod(path.stat().st_mode | stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0))
         yield root
@@ -68,7 +71,11 @@ def public_copy() -> Iterator[Path]:
         shutil.rmtree(root)
 
 
-def _as_nobody(code: str, pythonpath: Path, path_env: str) -> subprocess.CompletedProcess[str]:
+def _as_nobody(
+    code: str, pythonpath: Path, path_env: str, groups: tuple[int, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """Run Python `code` as nobody, as a laptop user would run FrogNano; `groups` are
+    supplementary groups that user keeps."""
     if os.geteuid() != 0 or not SYSTEM_PYTHON.exists():
         msg = "needs root (to become nobody) and the system's /usr/bin/python3"
         if STRICT:
@@ -79,7 +86,7 @@ def _as_nobody(code: str, pythonpath: Path, path_env: str) -> subprocess.Complet
             shutil.which("setpriv") or "/usr/bin/setpriv",
             f"--reuid={NOBODY}",
             f"--regid={NOBODY}",
-            "--clear-groups",
+            f"--groups={','.join(map(str, groups))}" if groups else "--clear-groups",
             "--",
             str(SYSTEM_PYTHON),
             "-c",

@@ -30,6 +30,7 @@ DEFAULT_READ_LIMIT = 64 * 1024 * 1024
 # tokens cannot produce one, so a longer command is reported rather than streamed in.
 MAX_COMMAND_BYTES = 120_000
 GiB = 1024**3
+MiB = 1024**2
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,16 @@ class SandboxLimits:
     processes: int = 512
     file_size_bytes: int = 1 * GiB
     open_files: int = 4096
+    disk_bytes: int = 10 * GiB
+    """Everything written to /workspace, /tmp and home together (the policy's
+    sandbox.ephemeral_storage); where a mechanism cannot cap it, docs/sandbox.md says so."""
+    shm_bytes: int = 64 * MiB
+    """Size of /dev/shm, a fresh tmpfs for every command."""
 
     def __post_init__(self) -> None:
-        for name in ("memory_bytes", "processes", "file_size_bytes", "open_files"):
+        for name in (
+            "memory_bytes", "processes", "file_size_bytes", "open_files", "disk_bytes", "shm_bytes"
+        ):  # fmt: skip
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox limit {name} must be positive")
 

@@ -1,19 +1,16 @@
-"""The two ways the local backend isolates a command: bubblewrap, or unshare + setpriv as root."""
+"""How the local backend isolates a command: bubblewrap, with the options both mechanisms share."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import os
 import shutil
-import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from frognano.errors import SandboxStartError, SandboxUnavailable
+from frognano.errors import SandboxUnavailable
 from frognano.sandbox.paths import HOME, TMP, TOOLS, WORKSPACE
 
 # The uid commands see inside a bwrap sandbox (bwrap maps it onto the invoking host user).
@@ -52,7 +49,7 @@ exec /bin/bash -c -- "$cmd" bash "$@"
 """
 
 
-_INIT_COMMAND = ["/bin/bash", "--noprofile", "--norc", "-c", INIT_SCRIPT, "frognano-init"]
+INIT_COMMAND = ["/bin/bash", "--noprofile", "--norc", "-c", INIT_SCRIPT, "frognano-init"]
 
 
 @dataclass(frozen=True)
@@ -65,13 +62,43 @@ class Layout:
     home: Path
     passwd: Path
     group: Path
-    rootfs: Path
+    storage: Path
+    """Mount point of the size-capped filesystem that holds the workspace, /tmp and home
+    (unshare mechanism; it exists only in that sandbox's mount namespace)."""
+    seccomp: Path
+    """The compiled seccomp filter, handed to bwrap on a file descriptor for every command."""
     readonly: tuple[Path, ...]
     """Extra host paths bound read-only at the same path (the Python environment)."""
     tools: Path
     """Host directory bound read-only at TOOLS: FrogNano's own files, never the repository's."""
     env: dict[str, str]
     """The complete environment of commands inside."""
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where bwrap finds what it binds: the host paths, or their places in a held namespace."""
+
+    workspace: Path
+    tmp: Path
+    home: Path
+    passwd: Path
+    group: Path
+    tools: Path
+    readonly: tuple[tuple[Path, Path], ...]
+    """(source, destination) pairs bound read-only."""
+
+    @classmethod
+    def on_host(cls, layout: Layout) -> Sources:
+        return cls(
+            workspace=layout.workspace,
+            tmp=layout.tmp,
+            home=layout.home,
+            passwd=layout.passwd,
+            group=layout.group,
+            tools=layout.tools,
+            readonly=tuple((path, path) for path in layout.readonly),
+        )
 
 
 def _run_quiet(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -90,14 +117,6 @@ def _root_binds() -> list[str]:
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
     return args
-
-
-@functools.cache
-def _bwrap_supports(flag: str) -> bool:
-    path = shutil.which("bwrap")
-    if path is None:
-        return False
-    return flag in _run_quiet([path, "--help"]).stdout
 
 
 def _drop_privileges(uid: int) -> list[str]:
@@ -126,16 +145,20 @@ def bwrap_problem(as_uid: int | None) -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bwrap is not installed"
+    # The features every sandbox uses; bwrap before 0.8 lacks --disable-userns.
     argv = [
-        bwrap, *"--unshare-all --unshare-user --die-with-parent".split(), *_root_binds(),
-        *"--proc /proc --dev /dev".split(),
+        bwrap, *"--unshare-all --unshare-user --disable-userns --die-with-parent".split(),
+        *_root_binds(), *"--proc /proc --dev /dev --size 65536 --tmpfs /dev/shm".split(),
         "--uid", str(INNER_UID), "--gid", str(INNER_UID), "/bin/true",
     ]  # fmt: skip
     if as_uid is not None:
         argv = _drop_privileges(as_uid) + argv
     done = _run_quiet(argv)
     if done.returncode != 0:
-        return (done.stderr or done.stdout).strip() or f"bwrap exited with {done.returncode}"
+        detail = (done.stderr or done.stdout).strip() or f"bwrap exited with {done.returncode}"
+        if "disable-userns" in detail or "Unknown option" in detail:
+            return f"{detail} (bubblewrap 0.8 or newer is needed)"
+        return detail
     return None
 
 
@@ -143,22 +166,24 @@ def unshare_problem() -> str | None:
     """None when the root-only unshare mechanism can work here, else what is missing."""
     if os.geteuid() != 0:
         return "the unshare mechanism needs root"
-    missing = [
-        t
-        for t in ("unshare", "nsenter", "setpriv", "pivot_root", "mount", "ip")
-        if shutil.which(t) is None
-    ]
+    missing = [t for t in ("unshare", "nsenter", "mount", "bwrap") if shutil.which(t) is None]
     if missing:
-        return f"missing {', '.join(missing)} (Debian: apt-get install util-linux mount iproute2)"
+        return f"missing {', '.join(missing)} (Debian: apt-get install util-linux mount bubblewrap)"
+    # Each command is a bwrap sandbox started as the sandbox's own unprivileged uid.
+    problem = bwrap_problem(HOST_UID_RANGE[0])
+    if problem is not None:
+        return f"bwrap cannot run as an unprivileged uid: {problem}"
     return None
 
 
 def choose_mechanism(requested: str) -> str:
     """Pick `bwrap` or `unshare` for this host, or raise SandboxUnavailable saying how to fix it.
 
-    As root, `auto` picks unshare: bwrap run by root maps the sandbox user onto host root,
-    which can read root-owned files such as /etc/shadow; unshare + setpriv runs commands as a
-    fresh unprivileged host uid instead. Otherwise `auto` picks bwrap.
+    As root, `auto` picks unshare: root builds a mount namespace holding a size-capped
+    filesystem for the sandbox's files and the Python environment wherever it lives, and each
+    command is a bwrap sandbox entered as a fresh unprivileged host uid. Plain bwrap started
+    by root drops to such a uid too, but finds only paths every user can reach and has no
+    total disk cap. Otherwise `auto` picks bwrap.
     """
     if requested not in ("auto", "bwrap", "unshare"):
         raise SandboxUnavailable(
@@ -183,15 +208,45 @@ def choose_mechanism(requested: str) -> str:
     )
 
 
+def bwrap_args(layout: Layout, sources: Sources, inner_uid: int, shm_bytes: int) -> list[str]:
+    """bwrap's options for one command, up to (not including) --seccomp and the command."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap)")
+    # Every namespace (the network one owned by the sandbox's user namespace, so no host
+    # device events reach it), no capabilities, no nested user namespaces, and a new session
+    # so the command cannot push input into a terminal FrogNano runs in (TIOCSTI).
+    args = [bwrap, *"--die-with-parent --new-session --unshare-all --unshare-user".split()]
+    args += ["--cap-drop", "ALL", "--disable-userns"]
+    args += ["--uid", str(inner_uid), "--gid", str(inner_uid), "--hostname", "sandbox"]
+    args += _root_binds()
+    args += ["--ro-bind", "/etc", "/etc"]
+    args += ["--ro-bind", str(sources.passwd), "/etc/passwd"]
+    args += ["--ro-bind", str(sources.group), "/etc/group"]
+    args += ["--bind", str(sources.workspace), WORKSPACE]
+    args += ["--bind", str(sources.tmp), TMP]
+    args += ["--bind", str(sources.home), HOME]
+    # After the writable directories: an environment under /tmp (a CI checkout's .venv)
+    # must sit on top of the sandbox's private /tmp, not be hidden by it.
+    for source, dest in sources.readonly:
+        args += ["--ro-bind", str(source), str(dest)]
+    args += ["--ro-bind", str(sources.tools), TOOLS]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    # Keys the launching user owns are listed in /proc/keys by uid, whatever the keyring.
+    args += ["--ro-bind", "/dev/null", "/proc/keys", "--ro-bind", "/dev/null", "/proc/key-users"]
+    args += ["--perms", "1777", "--size", str(shm_bytes), "--tmpfs", "/dev/shm"]  # noqa: S108
+    args += ["--remount-ro", "/", "--clearenv"]
+    for key, value in layout.env.items():
+        args += ["--setenv", key, value]
+    return [*args, "--chdir", "/"]
+
+
 class BwrapLauncher:
     """One bubblewrap sandbox per command over the shared workspace, /tmp and home."""
 
     name = "bwrap"
 
-    def __init__(self, layout: Layout, drop_to_uid: int | None) -> None:
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
-            raise SandboxUnavailable("bwrap is not installed (apt-get install bubblewrap)")
+    def __init__(self, layout: Layout, drop_to_uid: int | None, shm_bytes: int) -> None:
         prefix: list[str] = []
         if drop_to_uid is not None:
             prefix = _drop_privileges(drop_to_uid)
@@ -202,178 +257,13 @@ class BwrapLauncher:
                         f"{path}; use FROGNANO_LOCAL_SANDBOX_MECHANISM=unshare (the default for "
                         "root) or a Python environment that every user can read"
                     )
-        # Every namespace, a user namespace even for root, no capabilities, and a new session
-        # so the command cannot push input into a terminal FrogNano runs in (TIOCSTI).
-        args = [bwrap, *"--die-with-parent --new-session --unshare-all --unshare-user".split()]
-        args += ["--cap-drop", "ALL"]
-        if _bwrap_supports("--disable-userns"):
-            args.append("--disable-userns")
-        args += ["--uid", str(INNER_UID), "--gid", str(INNER_UID), "--hostname", "sandbox"]
-        args += _root_binds()
-        args += ["--ro-bind", "/etc", "/etc"]
-        args += ["--ro-bind", str(layout.passwd), "/etc/passwd"]
-        args += ["--ro-bind", str(layout.group), "/etc/group"]
-        args += ["--bind", str(layout.workspace), WORKSPACE]
-        args += ["--bind", str(layout.tmp), TMP]
-        args += ["--bind", str(layout.home), HOME]
-        # After the writable directories: an environment under /tmp (a CI checkout's .venv)
-        # must sit on top of the sandbox's private /tmp, not be hidden by it.
-        for path in layout.readonly:
-            args += ["--ro-bind", str(path), str(path)]
-        args += ["--ro-bind", str(layout.tools), TOOLS]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]  # noqa: S108
-        args += ["--remount-ro", "/", "--clearenv"]
-        for key, value in layout.env.items():
-            args += ["--setenv", key, value]
-        args += ["--chdir", "/", "--", *_INIT_COMMAND]
-        self._argv = prefix + args
+        self._argv = prefix + bwrap_args(layout, Sources.on_host(layout), INNER_UID, shm_bytes)
 
     async def start(self) -> None:
         """Nothing to prepare: bwrap builds each sandbox in a few milliseconds."""
 
-    def argv(self, init_args: Sequence[str]) -> list[str]:
-        return [*self._argv, *init_args]
+    def argv(self, init_args: Sequence[str], seccomp_fd: int) -> list[str]:
+        return [*self._argv, "--seccomp", str(seccomp_fd), "--", *INIT_COMMAND, *init_args]
 
     async def stop(self) -> None:
         """Nothing outlives a command."""
-
-
-# Runs once per sandbox as root in a new mount namespace: builds the sandbox's root
-# filesystem, pivots into it and then holds the namespace open (sleep) for the commands.
-_HOLDER_SCRIPT = r"""
-set -euo pipefail
-R=$1 WS=$2 TMPD=$3 HOMED=$4 PASSWD=$5 GROUP=$6 TOOLSD=$7
-shift 7
-mount -t tmpfs -o mode=0755,nosuid,nodev,size=4m frognano-root "$R"
-bindro() {
-  mkdir -p "$R$2"; mount --bind "$1" "$R$2"; mount -o remount,bind,ro,nosuid,nodev "$R$2"
-}
-bindrw() {
-  mkdir -p "$R$2"; mount --bind "$1" "$R$2"; mount -o remount,bind,nosuid,nodev "$R$2"
-}
-bindfile() {
-  [ -e "$R$2" ] || touch "$R$2"
-  mount --bind "$1" "$R$2"; mount -o remount,bind,ro,nosuid,nodev "$R$2"
-}
-bindro /usr /usr
-for name in bin sbin lib lib32 lib64 libx32; do
-  if [ -L "/$name" ]; then ln -s "$(readlink "/$name")" "$R/$name"
-  elif [ -d "/$name" ]; then bindro "/$name" "/$name"; fi
-done
-bindro /etc /etc
-bindfile "$PASSWD" /etc/passwd
-bindfile "$GROUP" /etc/group
-bindrw "$WS" /workspace
-bindrw "$TMPD" /tmp
-bindrw "$HOMED" /home/sandbox
-# After the writable directories, so an environment under /tmp is not hidden by them.
-for path in "$@"; do bindro "$path" "$path"; done
-bindro "$TOOLSD" @TOOLS@
-mkdir -p "$R/proc" "$R/dev"
-mount -t tmpfs -o mode=0755,nosuid,noexec,size=64k frognano-dev "$R/dev"
-for dev in null zero full random urandom tty; do
-  touch "$R/dev/$dev"; mount --bind "/dev/$dev" "$R/dev/$dev"
-done
-ln -s /proc/self/fd "$R/dev/fd"
-ln -s /proc/self/fd/0 "$R/dev/stdin"; ln -s /proc/self/fd/1 "$R/dev/stdout"
-ln -s /proc/self/fd/2 "$R/dev/stderr"
-mkdir "$R/dev/shm" "$R/dev/pts"
-mount -t tmpfs -o nosuid,nodev,mode=1777 frognano-shm "$R/dev/shm"
-mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$R/dev/pts"
-ln -s pts/ptmx "$R/dev/ptmx"
-# umount finds mounts through /proc, so a proc is mounted just for the switch and removed.
-mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
-cd "$R"
-mkdir .host
-pivot_root . .host
-cd /
-umount -l /.host
-rmdir /.host
-umount /proc
-mount -o remount,bind,ro,nosuid,nodev /
-echo ready
-exec sleep infinity
-""".replace("@TOOLS@", TOOLS)
-
-# Runs for each command as root, pid 1 of fresh pid/net/ipc/uts/cgroup namespaces inside the
-# held mount namespace, then becomes the sandbox user for good.
-_EXEC_SCRIPT = r"""
-set -eu
-uid=$1
-shift
-mount -t proc -o nosuid,nodev,noexec proc /proc
-echo sandbox > /proc/sys/kernel/hostname
-ip link set lo up
-exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs --inh-caps=-all \
-  --bounding-set=-all --pdeathsig KILL -- "$@"
-"""
-
-
-class UnshareLauncher:
-    """Root only: one mount namespace per sandbox, fresh other namespaces per command."""
-
-    name = "unshare"
-
-    def __init__(self, layout: Layout, host_uid: int) -> None:
-        self._layout = layout
-        self._uid = host_uid
-        self._holder: asyncio.subprocess.Process | None = None
-        env_args = [f"{key}={value}" for key, value in layout.env.items()]
-        self._command_tail = ["/usr/bin/env", "-i", *env_args, *_INIT_COMMAND]
-
-    @property
-    def holder_pid(self) -> int | None:
-        return None if self._holder is None else self._holder.pid
-
-    async def start(self) -> None:
-        layout = self._layout
-        paths = [layout.rootfs, layout.workspace, layout.tmp, layout.home, layout.passwd,
-                 layout.group, layout.tools, *layout.readonly]  # fmt: skip
-        argv = [
-            *"setpriv --pdeathsig KILL -- unshare --mount --propagation private --".split(),
-            "/bin/bash", "--noprofile", "--norc", "-c", _HOLDER_SCRIPT, "frognano-holder",
-            *map(str, paths),
-        ]  # fmt: skip
-        self._holder = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=LAUNCH_ENV,
-            start_new_session=True,
-        )
-        stdout, stderr = self._holder.stdout, self._holder.stderr
-        if stdout is None or stderr is None:
-            raise SandboxStartError("the namespace holder has no pipes")
-        try:
-            line = await asyncio.wait_for(stdout.readline(), timeout=30)
-        except TimeoutError:
-            line = b""
-        if line.strip() != b"ready":
-            await self.stop()
-            detail = (await stderr.read()).decode("utf-8", "replace").strip()
-            raise SandboxStartError(
-                f"could not build the sandbox's root filesystem: {detail or 'no output'}"
-            )
-
-    def argv(self, init_args: Sequence[str]) -> list[str]:
-        if self._holder is None:
-            raise SandboxStartError("the sandbox was not started")
-        # setpriv makes the launcher die with FrogNano; nsenter joins the sandbox's mount
-        # namespace; unshare makes the per-command ones and mounts this pid namespace's /proc.
-        return [
-            *"setpriv --pdeathsig KILL --".split(),
-            "nsenter", f"--mount=/proc/{self._holder.pid}/ns/mnt", "--",
-            *"unshare --pid --net --ipc --uts --cgroup --mount --propagation private".split(),
-            *"--fork --kill-child --mount-proc --".split(),
-            "/bin/bash", "--noprofile", "--norc", "-c", _EXEC_SCRIPT, "frognano-exec",
-            str(self._uid), *self._command_tail, *init_args,
-        ]  # fmt: skip
-
-    async def stop(self) -> None:
-        holder = self._holder
-        if holder is None or holder.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(holder.pid, signal.SIGKILL)
-        await holder.wait()

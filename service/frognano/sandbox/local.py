@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import resource
 import secrets
@@ -21,18 +22,20 @@ from typing import Any, ClassVar
 from frognano.errors import SandboxClosed, SandboxStartError
 from frognano.log import get_logger
 from frognano.sandbox.base import RawResult, SandboxBase, SandboxLimits, SandboxOptions
+from frognano.sandbox.holder import UnshareLauncher
 from frognano.sandbox.isolation import (
     HOST_UID_RANGE,
     INNER_UID,
     LAUNCH_ENV,
     BwrapLauncher,
     Layout,
-    UnshareLauncher,
     choose_mechanism,
 )
+from frognano.sandbox.keyring import join_fresh_session_keyring
 from frognano.sandbox.output import HeadTail
 from frognano.sandbox.paths import HOME
 from frognano.sandbox.pyenv import PythonEnv, resolve_python_env
+from frognano.sandbox.seccomp import filter_program
 
 log = get_logger(__name__)
 
@@ -80,6 +83,22 @@ def _remove_tree(path: Path) -> None:
         shutil.rmtree(path, onerror=lambda func, failed, info: retry(func, failed, info[1]))
 
 
+def kept_groups() -> tuple[int, ...]:
+    """This process's supplementary groups beyond its own primary group."""
+    return tuple(sorted(set(os.getgroups()) - {os.getgid()}))
+
+
+@functools.cache
+def _warn_groups(groups: tuple[int, ...]) -> None:
+    log.warning(
+        "sandbox.groups_kept",
+        groups=list(groups),
+        detail="bwrap started by an ordinary user keeps that user's supplementary groups: "
+        "files readable by those groups are readable in the sandbox. Run FrogNano as a user "
+        "without extra groups, as root (the unshare mechanism), or on Kubernetes",
+    )
+
+
 def _finalize(base: Path, holder_pids: list[int]) -> None:
     # Last resort when a sandbox is garbage-collected or the interpreter exits unclosed.
     for pid in holder_pids:
@@ -110,6 +129,10 @@ class LocalSandbox(SandboxBase):
         self.python_env = python_env
         self.host_uid = host_uid
         """The host uid commands run as when root launched them (None: the invoking user)."""
+        self.kept_groups = kept_groups() if host_uid is None else ()
+        """Supplementary host groups commands keep: bwrap started by an ordinary user cannot
+        drop them (a user namespace may not call setgroups), so files those groups may read
+        are readable inside. Root-launched sandboxes clear them."""
         self._launcher = launcher
         self._limits = limits
         self._closed = False
@@ -128,15 +151,17 @@ class LocalSandbox(SandboxBase):
             span = HOST_UID_RANGE[1] - HOST_UID_RANGE[0]
             host_uid = HOST_UID_RANGE[0] + secrets.randbelow(span)
         inner_uid = host_uid if mechanism == "unshare" and host_uid is not None else INNER_UID
+        program = await asyncio.to_thread(filter_program)
         layout = await asyncio.to_thread(
-            _make_layout, python_env, inner_uid, host_uid, options.tool_files
+            _make_layout, python_env, inner_uid, host_uid, options.tool_files, program
         )
+        limits = options.limits
         launcher: BwrapLauncher | UnshareLauncher
         try:
             if mechanism == "unshare" and host_uid is not None:
-                launcher = UnshareLauncher(layout, host_uid)
+                launcher = UnshareLauncher(layout, host_uid, limits.disk_bytes, limits.shm_bytes)
             else:
-                launcher = BwrapLauncher(layout, host_uid)
+                launcher = BwrapLauncher(layout, host_uid, limits.shm_bytes)
             sandbox = cls(layout, launcher, options.limits, python_env, host_uid)
         except BaseException:
             await asyncio.to_thread(_remove_tree, layout.base)
@@ -153,6 +178,8 @@ class LocalSandbox(SandboxBase):
         if not probe.ok:
             await sandbox.close()
             raise SandboxStartError(f"the sandbox's first command failed: {probe.output}")
+        if sandbox.kept_groups:
+            _warn_groups(sandbox.kept_groups)
         log.debug(
             "sandbox.created",
             mechanism=mechanism,
@@ -185,7 +212,10 @@ class LocalSandbox(SandboxBase):
             raise SandboxClosed("the sandbox is closed")
         status_read, status_write = os.pipe()
         os.set_blocking(status_read, False)
-        argv = self._launcher.argv([str(status_write), *self._limit_args(), cwd, script, *args])
+        seccomp_fd = os.open(self.layout.seccomp, os.O_RDONLY | os.O_CLOEXEC)
+        argv = self._launcher.argv(
+            [str(status_write), *self._limit_args(), cwd, script, *args], seccomp_fd
+        )
         feed = stdin if isinstance(stdin, bytes) else None
         stdin_arg: int = (
             asyncio.subprocess.DEVNULL
@@ -195,6 +225,8 @@ class LocalSandbox(SandboxBase):
             else int(stdin)
         )
         started = time.monotonic()
+        # The launcher inherits this thread's session keyring: a new, empty one every time.
+        join_fresh_session_keyring()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -202,7 +234,7 @@ class LocalSandbox(SandboxBase):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE if split else asyncio.subprocess.STDOUT,
                 env=LAUNCH_ENV,
-                pass_fds=(status_write,),
+                pass_fds=(status_write, seccomp_fd),
                 start_new_session=True,
                 cwd="/",
             )
@@ -211,6 +243,7 @@ class LocalSandbox(SandboxBase):
             raise SandboxStartError(f"could not launch the sandbox ({argv[0]}): {exc}") from exc
         finally:
             os.close(status_write)
+            os.close(seccomp_fd)
         self._running.add(proc)
         if self._closed:
             self._kill(proc)  # close() ran while this command was being launched
@@ -347,10 +380,11 @@ def _make_layout(
     inner_uid: int,
     owner: int | None,
     tool_files: Sequence[tuple[str, bytes]] = (),
+    seccomp_program: bytes = b"",
 ) -> Layout:
     base = Path(tempfile.mkdtemp(prefix=BASE_PREFIX))
     try:
-        dirs = {name: base / name for name in ("workspace", "tmp", "home", "rootfs", "tools")}
+        dirs = {name: base / name for name in ("workspace", "tmp", "home", "storage", "tools")}
         for path in dirs.values():
             path.mkdir()
         dirs["tmp"].chmod(0o1777)
@@ -358,6 +392,7 @@ def _make_layout(
             _write_tool(dirs["tools"], name, data)
         # Mounted read-only as well; the modes only say the same to anyone looking.
         dirs["tools"].chmod(0o555)
+        (base / "seccomp.bpf").write_bytes(seccomp_program)
         passwd, group = _passwd(inner_uid)
         (base / "passwd").write_text(passwd, encoding="utf-8")
         (base / "group").write_text(group, encoding="utf-8")
@@ -390,7 +425,8 @@ def _make_layout(
         home=dirs["home"],
         passwd=base / "passwd",
         group=base / "group",
-        rootfs=dirs["rootfs"],
+        storage=dirs["storage"],
+        seccomp=base / "seccomp.bpf",
         readonly=python_env.mounts,
         tools=dirs["tools"],
         env=env,
