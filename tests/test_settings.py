@@ -15,6 +15,11 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----"
 VALUES: dict[str, tuple[str, object]] = {
     "WEBHOOK_SECRET": ("hook-secret", "hook-secret"),
     "WEBHOOK_MAX_BODY_BYTES": ("65536", 65536),
+    "WEBHOOK_HEADER_TIMEOUT_SECONDS": ("2.5", 2.5),
+    "WEBHOOK_BODY_TIMEOUT_SECONDS": ("4", 4.0),
+    "WEBHOOK_KEEP_ALIVE_SECONDS": ("3", 3.0),
+    "WEBHOOK_MAX_CONNECTIONS": ("50", 50),
+    "WEBHOOK_MAX_HEADER_BYTES": ("8192", 8192),
     "REDIS_URL": ("redis://redis.example:6380/2", "redis://redis.example:6380/2"),
     "GITHUB_APP_ID": ("12345", 12345),
     "GITHUB_PRIVATE_KEY": (PEM, PEM),

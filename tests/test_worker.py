@@ -194,6 +194,31 @@ async def test_an_unauthorised_labeller_gets_no_run_and_no_comment(world: World)
     assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
 
 
+async def test_an_outsiders_queued_label_does_not_block_a_writers(world: World) -> None:
+    """The attack: an outsider labels first, so a writer's label lands as `already_running`
+    behind a run that will be refused; it must still get its run."""
+    with ScriptedModelServer(FIX) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request(labeller="eve")) == "queued"
+        assert await world.submit(world.request(labeller="eve")) == "already_running"
+        assert await world.submit(world.request(labeller="alice")) == "already_running"
+        await world.work()
+    world.job_ids += [
+        key.decode().removeprefix("arq:result:")
+        async for key in world.redis.scan_iter(match=f"arq:result:run:{world.repo_id}:7:*")
+    ]
+    repo = world.fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
+    assert world.deps.runs.labels(result="published")._value.get() == 1
+    comments = repo.comments(7)
+    assert len(comments) == 1
+    assert "/pull/" in comments[0]["body"]
+    assert "`eve`" not in comments[0]["body"]  # the outsider's label is not mentioned
+
+
 async def test_unlabelling_cancels_a_running_job(world: World) -> None:
     marker = "sleep 63.4567"
     script = [Turn(calls=[("Bash", {"command": marker, "timeout": 600000})])]

@@ -16,6 +16,8 @@ import typer
 import uvicorn
 from fastapi import FastAPI
 
+from frognano.web_limits import ServerLimits, deadline_protocol
+
 __all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "run_server", "serve_command"]
 
 GRACEFUL_SHUTDOWN_SECONDS = 20
@@ -32,16 +34,23 @@ class _Server(uvicorn.Server):
             self._captured_signals.clear()
 
 
-def run_server(app: FastAPI, host: str, port: int) -> None:
+def run_server(app: FastAPI, host: str, port: int, limits: ServerLimits | None = None) -> None:
     """Serve `app` until SIGTERM or SIGINT, then shut down gracefully.
 
     Access lines are off (the app logs one line per delivery, and health probes would
-    drown it); uvicorn's own lines go through FrogNano's logging (`log_config=None`).
+    drown it); uvicorn's own lines go through FrogNano's logging (`log_config=None`). A
+    client that is slow to send its headers is cut off (`limits.header_timeout`); the app
+    itself bounds the body (`body_timeout`).
     """
+    limits = limits or ServerLimits()
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        http=deadline_protocol(limits.header_timeout),
+        timeout_keep_alive=max(1, round(limits.keep_alive)),
+        limit_concurrency=limits.max_connections,
+        h11_max_incomplete_event_size=limits.max_header_bytes,
         log_config=None,
         access_log=False,
         lifespan="on",
@@ -86,12 +95,20 @@ def serve_command(
     GCCollector(registry=registry)
     try:
         policies = PolicyStore(settings.policy_dir, registry=registry)
+        limits = ServerLimits(
+            header_timeout=settings.webhook_header_timeout_seconds,
+            body_timeout=settings.webhook_body_timeout_seconds,
+            keep_alive=settings.webhook_keep_alive_seconds,
+            max_connections=settings.webhook_max_connections,
+            max_header_bytes=settings.webhook_max_header_bytes,
+        )
         app = create_app(
             settings,
             policies=policies,
             registry=registry,
             max_body_bytes=settings.webhook_max_body_bytes,
+            body_timeout=limits.body_timeout,
         )
     except ConfigError as exc:
         _fail(str(exc), 2)
-    run_server(app, host, port)
+    run_server(app, host, port, limits)

@@ -146,7 +146,10 @@ async def solve(
         settings,
         repo_venv=repo_dir / ".venv" if job.repo_venv else None,
         python_env=job.python_env,
-        limits=SandboxLimits(memory_bytes=quantity_bytes(job.policy.sandbox.memory)),
+        limits=SandboxLimits(
+            memory_bytes=quantity_bytes(job.policy.sandbox.memory),
+            disk_bytes=quantity_bytes(job.policy.sandbox.ephemeral_storage),
+        ),
         pod=pod_options(job.policy, run_id=job.run_id, labels=job.sandbox_labels),
     )
     options = dataclasses.replace(

@@ -15,10 +15,17 @@ Redis keys (`P` is `key_prefix`, default `frognano:`):
     P run:{repo_id}:{number}           hash {run_id, job_id, delivery_id, labeller, queued_at,
                                        cancelled?}: the issue's run while it is queued or
                                        running; deleted by `finish_run`. EX `run_ttl`.
-    P run:{repo_id}:{number}:waiting   list of JSON {delivery_id, labeller, label, at}: label
-                                       events that arrived while the run was on; the worker
-                                       acknowledges them (`take_waiting`, `finish_run`).
+    P run:{repo_id}:{number}:waiting   list of JSON {delivery_id, labeller, label, at,
+                                       request}: label events that arrived while the run was
+                                       on; the worker acknowledges them (`take_waiting`,
+                                       `finish_run`), or queues one when the run it waited
+                                       for had an unauthorised labeller (`requeue`).
     P cancel:{run_id}                  the cancel reason; the worker polls `cancel_reason`.
+    P body:{sha256}                    the delivery id that first brought this signed body;
+                                       the same body under another id is a replay, answered
+                                       "duplicate" (previous `replay_of:{id}`). EX as delivery.
+    P requeue:{delivery_id}            a waiting label event the worker queued as a run of its
+                                       own after the run it waited for was unauthorised.
 
 and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
 (PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
@@ -65,6 +72,13 @@ from arq.constants import (
 from arq.jobs import serialize_job
 from redis.asyncio import Redis
 
+from frognano.queue_scripts import (
+    CANCEL_SCRIPT,
+    FINISH_SCRIPT,
+    JOB_SCRIPT,
+    RUN_SCRIPT,
+    TAKE_WAITING_SCRIPT,
+)
 from frognano.runid import new_run_id
 from frognano.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
 
@@ -129,103 +143,8 @@ class Waiting:
     label: str
     at: float
     """Unix time it arrived."""
-
-
-_STALE_CHECK = """
-local function alive(job_id)
-  return redis.call('EXISTS', ARGV[1] .. job_id, ARGV[2] .. job_id) > 0
-end
-"""
-
-# KEYS: delivery, run, waiting, new job key, queue
-# ARGV: job prefix, in-progress prefix, delivery ttl, run ttl, run_id, job_id, job bytes,
-#       score ms, job expiry ms, waiting entry json, delivery_id, labeller
-_RUN_SCRIPT = (
-    _STALE_CHECK
-    + """
-if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[3]) then
-  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
-end
-local current = redis.call('HGET', KEYS[2], 'job_id')
-if current then
-  if alive(current) then
-    redis.call('RPUSH', KEYS[3], ARGV[10])
-    redis.call('EXPIRE', KEYS[3], ARGV[4])
-    redis.call('SET', KEYS[1], 'already_running:' .. current, 'KEEPTTL')
-    return {'already_running', current, redis.call('HGET', KEYS[2], 'run_id') or ''}
-  end
-  redis.call('DEL', KEYS[2], KEYS[3])
-end
-redis.call('HSET', KEYS[2], 'run_id', ARGV[5], 'job_id', ARGV[6], 'delivery_id', ARGV[11],
-           'labeller', ARGV[12], 'queued_at', ARGV[8])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-redis.call('PSETEX', KEYS[4], ARGV[9], ARGV[7])
-redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
-redis.call('SET', KEYS[1], 'queued:' .. ARGV[6], 'KEEPTTL')
-return {'queued', ARGV[6], ARGV[5]}
-"""
-)
-
-# KEYS: delivery, run, abort set
-# ARGV: job prefix, in-progress prefix, delivery ttl, cancel key prefix, reason, cancel ttl,
-#       now ms
-_CANCEL_SCRIPT = (
-    _STALE_CHECK
-    + """
-if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[3]) then
-  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
-end
-local current = redis.call('HGET', KEYS[2], 'job_id')
-if not current or not alive(current) then
-  redis.call('SET', KEYS[1], 'nothing_to_cancel', 'KEEPTTL')
-  return {'nothing_to_cancel', '', ''}
-end
-local run_id = redis.call('HGET', KEYS[2], 'run_id')
-redis.call('SET', ARGV[4] .. run_id, ARGV[5], 'EX', ARGV[6])
-redis.call('HSET', KEYS[2], 'cancelled', ARGV[7])
-redis.call('ZADD', KEYS[3], ARGV[7], current)
-redis.call('SET', KEYS[1], 'cancelled:' .. current, 'KEEPTTL')
-return {'cancelled', current, run_id}
-"""
-)
-
-# KEYS: delivery, job key, queue
-# ARGV: delivery ttl, job_id, job bytes, score ms, job expiry ms, result key
-_JOB_SCRIPT = """
-if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[1]) then
-  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
-end
-if redis.call('EXISTS', KEYS[2], ARGV[6]) > 0 then
-  redis.call('SET', KEYS[1], 'duplicate_job:' .. ARGV[2], 'KEEPTTL')
-  return {'duplicate', 'duplicate_job:' .. ARGV[2]}
-end
-redis.call('PSETEX', KEYS[2], ARGV[5], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
-redis.call('SET', KEYS[1], 'queued:' .. ARGV[2], 'KEEPTTL')
-return {'queued', ARGV[2]}
-"""
-
-# KEYS: run, waiting, cancel key
-# ARGV: run_id
-_FINISH_SCRIPT = """
-local waiting = {}
-if redis.call('HGET', KEYS[1], 'run_id') == ARGV[1] then
-  waiting = redis.call('LRANGE', KEYS[2], 0, -1)
-  redis.call('DEL', KEYS[1], KEYS[2])
-end
-redis.call('DEL', KEYS[3])
-return waiting
-"""
-
-# KEYS: run, waiting; ARGV: run_id
-_TAKE_WAITING_SCRIPT = """
-if redis.call('HGET', KEYS[1], 'run_id') ~= ARGV[1] then
-  return {}
-end
-local waiting = redis.call('LRANGE', KEYS[2], 0, -1)
-redis.call('DEL', KEYS[2])
-return waiting
-"""
+    request: dict[str, Any] | None = None
+    """The run job's `request` argument for this event (see above), to queue it later."""
 
 
 def _run_request(request: RunRequest) -> dict[str, Any]:
@@ -266,7 +185,15 @@ def _waiting(entries: list[bytes | str]) -> list[Waiting]:
     found = []
     for entry in entries:
         data = json.loads(entry)
-        found.append(Waiting(data["delivery_id"], data["labeller"], data["label"], data["at"]))
+        found.append(
+            Waiting(
+                data["delivery_id"],
+                data["labeller"],
+                data["label"],
+                data["at"],
+                data.get("request"),
+            )
+        )
     return found
 
 
@@ -291,11 +218,11 @@ class IntakeQueue:
         self.queue_name = queue_name
         self.delivery_ttl = delivery_ttl
         self.run_ttl = run_ttl
-        self._run = redis.register_script(_RUN_SCRIPT)
-        self._cancel = redis.register_script(_CANCEL_SCRIPT)
-        self._job = redis.register_script(_JOB_SCRIPT)
-        self._finish = redis.register_script(_FINISH_SCRIPT)
-        self._take = redis.register_script(_TAKE_WAITING_SCRIPT)
+        self._run = redis.register_script(RUN_SCRIPT)
+        self._cancel = redis.register_script(CANCEL_SCRIPT)
+        self._job = redis.register_script(JOB_SCRIPT)
+        self._finish = redis.register_script(FINISH_SCRIPT)
+        self._take = redis.register_script(TAKE_WAITING_SCRIPT)
 
     # Key names -------------------------------------------------------------------------------
 
@@ -311,18 +238,24 @@ class IntakeQueue:
     def cancel_key(self, run_id: str) -> str:
         return f"{self.key_prefix}cancel:{run_id}"
 
+    def body_key(self, digest: str | None) -> str:
+        """'' (no check) without a digest."""
+        return "" if digest is None else f"{self.key_prefix}body:{digest}"
+
     # Web side --------------------------------------------------------------------------------
 
-    async def submit(self, decision: Submittable) -> Submission:
+    async def submit(self, decision: Submittable, *, body_digest: str | None = None) -> Submission:
         """Act on one decision; raises redis's errors (RedisError, OSError) when Redis fails,
-        in which case nothing was recorded."""
+        in which case nothing was recorded. `body_digest` (SHA-256 of the signed body) makes
+        a replay of the same body under a new delivery id a duplicate."""
         if isinstance(decision, RunRequest):
-            return await self.start_run(decision)
+            return await self.start_run(decision, body_digest=body_digest)
         if isinstance(decision, CancelRequest):
-            return await self.cancel(decision)
+            return await self.cancel(decision, body_digest=body_digest)
         if isinstance(decision, ReviewGateCheck):
             return await self._enqueue(
                 decision.delivery_id,
+                body_digest,
                 REVIEW_JOB,
                 f"review:{decision.repo_id}:{decision.pull_number}:{decision.delivery_id}",
                 {"request": _review_request(decision)},
@@ -330,6 +263,7 @@ class IntakeQueue:
         if isinstance(decision, DropTokens):
             return await self._enqueue(
                 decision.delivery_id,
+                body_digest,
                 DROP_TOKENS_JOB,
                 f"drop-tokens:{decision.installation_id}:{decision.delivery_id}",
                 {
@@ -341,35 +275,49 @@ class IntakeQueue:
             )
         raise TypeError(f"nothing to submit for {type(decision).__name__}")
 
-    async def start_run(self, request: RunRequest) -> Submission:
+    async def start_run(self, request: RunRequest, *, body_digest: str | None = None) -> Submission:
         """Queue a run unless the delivery was seen or the issue has a run queued or on."""
-        issue = request.issue
+        return await self._start(
+            _run_request(request), self.delivery_key(request.delivery_id), body_digest
+        )
+
+    async def requeue(self, waiting: Waiting) -> Submission:
+        """Queue a waiting label event as a run of its own (once per event: a second call is a
+        duplicate), or as waiting again if another run holds the issue by now."""
+        if waiting.request is None:
+            raise ValueError(f"the waiting event {waiting.delivery_id} has no request to queue")
+        key = f"{self.key_prefix}requeue:{waiting.delivery_id}"
+        return await self._start(waiting.request, key, None)
+
+    async def _start(
+        self, request: dict[str, Any], delivery_key: str, body_digest: str | None
+    ) -> Submission:
+        issue = request["issue"]
+        repo_id, number = int(issue["repo_id"]), int(issue["number"])
         run_id = new_run_id()
-        job_id = f"run:{issue.repo_id}:{issue.number}:{run_id}"
+        job_id = f"run:{repo_id}:{number}:{run_id}"
         now_ms = int(time.time() * 1000)
         job = serialize_job(
-            RUN_JOB,
-            (),
-            {"run_id": run_id, "request": _run_request(request)},
-            None,
-            now_ms,
-            serializer=serialize,
+            RUN_JOB, (), {"run_id": run_id, "request": request}, None, now_ms, serializer=serialize
         )
+        delivery_id = request["delivery_id"]
         waiting = json.dumps(
             {
-                "delivery_id": request.delivery_id,
-                "labeller": request.labeller,
-                "label": request.label,
+                "delivery_id": delivery_id,
+                "labeller": request["labeller"],
+                "label": request["label"],
                 "at": time.time(),
+                "request": request,
             }
         )
         result = await self._run(
             keys=[
-                self.delivery_key(request.delivery_id),
-                self.run_key(issue.repo_id, issue.number),
-                self.waiting_key(issue.repo_id, issue.number),
+                delivery_key,
+                self.run_key(repo_id, number),
+                self.waiting_key(repo_id, number),
                 job_key_prefix + job_id,
                 self.queue_name,
+                self.body_key(body_digest),
             ],
             args=[
                 job_key_prefix,
@@ -382,13 +330,14 @@ class IntakeQueue:
                 now_ms,
                 expires_extra_ms,
                 waiting,
-                request.delivery_id,
-                request.labeller,
+                delivery_id,
+                request["labeller"],
+                delivery_id,
             ],
         )
         return self._submission(result)
 
-    async def cancel(self, request: CancelRequest) -> Submission:
+    async def cancel(self, request: CancelRequest, *, body_digest: str | None = None) -> Submission:
         """Flag the issue's run as cancelled and ask arq to abort its job."""
         issue = request.issue
         result = await self._cancel(
@@ -396,6 +345,7 @@ class IntakeQueue:
                 self.delivery_key(request.delivery_id),
                 self.run_key(issue.repo_id, issue.number),
                 abort_jobs_ss,
+                self.body_key(body_digest),
             ],
             args=[
                 job_key_prefix,
@@ -405,17 +355,28 @@ class IntakeQueue:
                 request.reason,
                 self.run_ttl,
                 int(time.time() * 1000),
+                request.delivery_id,
             ],
         )
         return self._submission(result)
 
     async def _enqueue(
-        self, delivery_id: str, function: str, job_id: str, kwargs: dict[str, Any]
+        self,
+        delivery_id: str,
+        body_digest: str | None,
+        function: str,
+        job_id: str,
+        kwargs: dict[str, Any],
     ) -> Submission:
         now_ms = int(time.time() * 1000)
         job = serialize_job(function, (), kwargs, None, now_ms, serializer=serialize)
         result = await self._job(
-            keys=[self.delivery_key(delivery_id), job_key_prefix + job_id, self.queue_name],
+            keys=[
+                self.delivery_key(delivery_id),
+                job_key_prefix + job_id,
+                self.queue_name,
+                self.body_key(body_digest),
+            ],
             args=[
                 self.delivery_ttl,
                 job_id,
@@ -423,6 +384,7 @@ class IntakeQueue:
                 now_ms,
                 expires_extra_ms,
                 result_key_prefix + job_id,
+                delivery_id,
             ],
         )
         return self._submission(result)

@@ -97,6 +97,22 @@ class Settings(BaseSettings):
     webhook_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     """Largest webhook delivery accepted, in bytes; bigger ones get 413 before any parsing."""
 
+    webhook_header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    """Seconds a client has to send a request's headers; slower connections are closed."""
+
+    webhook_body_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    """Seconds a client has to send a whole body (GitHub gives a delivery 10 s in all);
+    slower ones get 408 and their connection is closed."""
+
+    webhook_keep_alive_seconds: float = Field(default=5.0, ge=1, le=300)
+    """Seconds an idle keep-alive connection stays open."""
+
+    webhook_max_connections: int = Field(default=200, ge=1)
+    """Connections and requests served at once; beyond them the receiver answers 503."""
+
+    webhook_max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1024 * 1024)
+    """Largest request line plus headers, in bytes; larger ones are refused."""
+
     redis_url: str = "redis://localhost:6379/0"
     """Redis holding the job queue and delivery ids (`redis://`, `rediss://` or `unix://`)."""
 
@@ -152,7 +168,7 @@ class Settings(BaseSettings):
 
     python_env: Path | None = None
     """Python environment mounted read-only in local sandboxes and first on their PATH.
-    Default: the repository's own `.venv` when it has one, else the one running FrogNano."""
+    Default: the one running FrogNano (`solve --repo-venv` uses a checkout's own `.venv`)."""
 
     local_sandbox_mechanism: LocalMechanism = "auto"
     """How the local sandbox isolates: `bwrap`, `unshare` (root only) or `auto` (see docs)."""

@@ -4,6 +4,8 @@
 
     413  the body is larger than `max_body_bytes` (by Content-Length, before reading a byte;
          otherwise while it streams in)
+    408  the body did not arrive in full within `body_timeout` seconds; the connection is
+         closed
     401  the signature (HMAC-SHA256 of the raw body, `X-Hub-Signature-256`) is missing or
          wrong; nothing was parsed or queued
     400  not a webhook delivery we can read (headers, JSON)
@@ -25,6 +27,7 @@ policy store's hot reload. The body and the secret are never logged.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -37,8 +40,6 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
-    Counter,
-    Histogram,
     generate_latest,
 )
 from redis.asyncio import Redis
@@ -61,6 +62,8 @@ from frognano.triggers import (
     RunRequest,
     decide,
 )
+from frognano.web_body import BodyTooLarge, BodyTooSlow, read_body
+from frognano.web_metrics import WebMetrics
 from frognano.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -81,6 +84,8 @@ DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
 POLICY_CACHE_SIZE = 4096
 """Repositories whose effective policy is kept between deliveries (resolving one takes
 about 0.1 ms, a sixth of a delivery's budget at 600/s)."""
+DEFAULT_BODY_TIMEOUT = 10.0
+"""Seconds for a whole body to arrive: GitHub gives a delivery 10 s in all."""
 DEFAULT_REDIS_TIMEOUT = 2.0
 """Seconds for a Redis connect or command: far inside GitHub's 10 s delivery deadline."""
 
@@ -100,65 +105,6 @@ def _log_value(value: str | None) -> str | None:
     return None if value is None else _UNSAFE_LOG_CHARS.sub("?", value[:80])
 
 
-class _Metrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.deliveries = Counter(
-            "frognano_webhook_deliveries",
-            "Webhook requests answered, by event (`unverified` before the signature was "
-            "checked), decision (`rejected` before one was made) and HTTP status code.",
-            ["event", "decision", "code"],
-            registry=registry,
-        )
-        self.signature_failures = Counter(
-            "frognano_webhook_signature_failures",
-            "Webhook requests refused with 401: the signature was missing or did not match.",
-            registry=registry,
-        )
-        self.submissions = Counter(
-            "frognano_webhook_submissions",
-            "Decisions handed to the queue, by what the queue did with them.",
-            ["result"],
-            registry=registry,
-        )
-        self.queue_errors = Counter(
-            "frognano_webhook_queue_errors",
-            "Deliveries answered 503 because Redis failed or did not answer in time.",
-            registry=registry,
-        )
-        self.enqueue_seconds = Histogram(
-            "frognano_webhook_enqueue_seconds",
-            "Time to submit one decision to Redis (dedupe, single-flight and enqueue).",
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
-            registry=registry,
-        )
-        for result in ("queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"):
-            self.submissions.labels(result=result)
-
-
-class _BodyTooLarge(Exception):
-    pass
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The raw body, or _BodyTooLarge as soon as it is known to exceed `limit` bytes;
-    ValueError for an unreadable Content-Length."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        size = int(declared)  # ValueError: the server would not have got here, but be strict
-        if size < 0:
-            raise ValueError("negative Content-Length")
-        if size > limit:
-            raise _BodyTooLarge
-    chunks: list[bytes] = []
-    received = 0
-    async for chunk in request.stream():
-        received += len(chunk)
-        if received > limit:
-            raise _BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 class _Intake:
     """The webhook endpoint's logic; one per app."""
 
@@ -168,14 +114,16 @@ class _Intake:
         secret: bytes,
         policies: PolicyStore,
         app_login: str | None,
-        metrics: _Metrics,
+        metrics: WebMetrics,
         max_body_bytes: int,
+        body_timeout: float,
     ) -> None:
         self.secret = secret
         self.policies = policies
         self.app_login = app_login
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
         self.queue: IntakeQueue | None = None
         """Set for the lifespan of the app."""
         self._resolved: tuple[PolicySet | None, dict[str, EffectivePolicy]] = (None, {})
@@ -214,13 +162,24 @@ class _Intake:
 
         return label_for, branch_prefix_for
 
-    async def handle(self, request: Request) -> Response:
+    async def _body(
+        self, request: Request, claimed_id: str | None, claimed_event: str | None
+    ) -> bytes | Response:
+        """The raw body, or the reply refusing it."""
         headers = request.headers
-        claimed_id = _log_value(headers.get(DELIVERY_HEADER))
-        claimed_event = _log_value(headers.get(EVENT_HEADER))
         try:
-            body = await _read_body(request, self.max_body_bytes)
-        except _BodyTooLarge:
+            return await read_body(request, self.max_body_bytes, self.body_timeout)
+        except BodyTooSlow:
+            log.warning(
+                "webhook.too_slow",
+                delivery=claimed_id,
+                github_event=claimed_event,
+                seconds=self.body_timeout,
+            )
+            reply = self.rejected(408, f"the body did not arrive within {self.body_timeout:g} s")
+            reply.headers["connection"] = "close"
+            return reply
+        except BodyTooLarge:
             log.warning(
                 "webhook.too_large",
                 delivery=claimed_id,
@@ -234,6 +193,14 @@ class _Intake:
         except ClientDisconnect:
             log.info("webhook.client_gone", delivery=claimed_id, github_event=claimed_event)
             return self.rejected(400, "the client went away before the body was read")
+
+    async def handle(self, request: Request) -> Response:
+        headers = request.headers
+        claimed_id = _log_value(headers.get(DELIVERY_HEADER))
+        claimed_event = _log_value(headers.get(EVENT_HEADER))
+        body = await self._body(request, claimed_id, claimed_event)
+        if isinstance(body, Response):
+            return body
 
         try:
             verify_request_signature(self.secret, headers, body)
@@ -258,9 +225,9 @@ class _Intake:
             )
             safe = claimed_event if claimed_event and _SAFE_LABEL.fullmatch(claimed_event) else None
             return self.rejected(400, str(exc), event=safe or "invalid")
-        return await self.route(delivery)
+        return await self.route(delivery, hashlib.sha256(body).hexdigest())
 
-    async def route(self, delivery: Delivery) -> Response:
+    async def route(self, delivery: Delivery, body_digest: str | None = None) -> Response:
         context = {
             "delivery": delivery.id,
             "github_event": delivery.event,
@@ -299,7 +266,7 @@ class _Intake:
             return self.reply(503, unavailable, event=delivery.event, decision=name)
         started = time.perf_counter()
         try:
-            submission = await self.queue.submit(decision)
+            submission = await self.queue.submit(decision, body_digest=body_digest)
         except (RedisError, OSError) as exc:
             self.metrics.queue_errors.inc()
             log.error(  # noqa: TRY400 - the exception's name says it; a traceback would not
@@ -329,6 +296,7 @@ def create_app(
     app_login: str | None = None,
     registry: CollectorRegistry | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
     key_prefix: str = DEFAULT_KEY_PREFIX,
     queue_name: str | None = None,
     redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
@@ -354,8 +322,9 @@ def create_app(
         secret=secret.get_secret_value().encode(),
         policies=policies,
         app_login=app_login,
-        metrics=_Metrics(where),
+        metrics=WebMetrics(where),
         max_body_bytes=max_body_bytes,
+        body_timeout=body_timeout,
     )
 
     @asynccontextmanager

@@ -32,6 +32,7 @@ from frognano.queue import (
     REVIEW_JOB,
     RUN_JOB,
     IntakeQueue,
+    Waiting,
     deserialize,
     serialize,
 )
@@ -123,8 +124,29 @@ async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]
             await deps.queue.redis.delete(alive)
             if result != "waiting":
                 waiting = await deps.queue.finish_run(repo_id, number, run_id)
-                if waiting:
+                if result == "unauthorised":
+                    await _requeue_others(deps.queue, waiting, request["labeller"])
+                elif waiting:
                     log.info("run.waiting_triggers_dropped", count=len(waiting))
+
+
+async def _requeue_others(queue: IntakeQueue, waiting: list[Waiting], labeller: str) -> None:
+    """After an unauthorised labeller's run, the label events that waited for it are not
+    dropped: each other labeller's is queued (the first as a run, the rest waiting for it),
+    so an outsider's label cannot block a writer's. Their permission is checked in turn."""
+    seen: set[str] = set()
+    for entry in waiting:
+        if entry.labeller == labeller or entry.labeller in seen or entry.request is None:
+            continue
+        seen.add(entry.labeller)
+        submission = await queue.requeue(entry)
+        log.info(
+            "run.waiting_trigger_queued",
+            labeller=entry.labeller,
+            delivery=entry.delivery_id,
+            status=submission.status,
+            job_id=submission.job_id,
+        )
 
 
 def _alive_key(queue: IntakeQueue, job_id: str) -> str:

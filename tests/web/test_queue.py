@@ -348,3 +348,55 @@ async def test_submit_refuses_what_is_not_for_the_queue(space: Space) -> None:
 
     with pytest.raises(TypeError):
         await make_queue(space).submit(Ignored("x"))  # type: ignore[arg-type]
+
+
+async def test_a_signed_body_replayed_under_a_new_delivery_id_is_a_duplicate(
+    space: Space,
+) -> None:
+    queue = make_queue(space)
+    digest = "ab" * 32
+    first = await queue.submit(run_request(space, "d-1"), body_digest=digest)
+    assert first.status == "queued"
+    # GitHub's own redelivery: same id, same body: the delivery key answers.
+    again = await queue.submit(run_request(space, "d-1"), body_digest=digest)
+    assert (again.status, again.previous) == ("duplicate", f"queued:{first.job_id}")
+    # A replay: the same body under a fresh id, for every kind of decision.
+    for decision in (
+        run_request(space, "d-2", number=8),
+        cancel_request(space, "d-3"),
+        ReviewGateCheck(space.ident, "acme/calculator", space.ident, 3, "f" * 40, "d-4"),
+        DropTokens(space.ident, "d-5"),
+    ):
+        replay = await queue.submit(decision, body_digest=digest)
+        assert (replay.status, replay.previous) == ("duplicate", "replay_of:d-1")
+    assert len(await space.queued()) == 1
+    assert await space.redis.get(f"{space.prefix}delivery:d-2") is None  # nothing recorded
+    ttl = await space.redis.ttl(f"{space.prefix}body:{digest}")
+    assert 3 * 24 * 3600 - 60 < ttl <= 3 * 24 * 3600
+    # Another body is another delivery.
+    fresh = await queue.submit(run_request(space, "d-6", number=9), body_digest="cd" * 32)
+    assert fresh.status == "queued"
+
+
+async def test_a_waiting_event_is_requeued_once_as_its_own_run(space: Space) -> None:
+    queue = make_queue(space)
+    first = await queue.submit(run_request(space, "d-1", labeller="eve"))
+    await queue.submit(run_request(space, "d-2", labeller="alice"))
+    await queue.submit(run_request(space, "d-3", labeller="bob"))
+    assert first.run_id is not None
+    waiting = await queue.finish_run(space.ident, 7, first.run_id)
+    assert [w.labeller for w in waiting] == ["alice", "bob"]
+    assert waiting[0].request is not None
+    assert waiting[0].request["labeller"] == "alice"
+    assert waiting[0].request["title"] == "Title"
+    alice = await queue.requeue(waiting[0])
+    assert alice.status == "queued"
+    assert (await queue.requeue(waiting[0])).status == "duplicate"  # a retried worker
+    bob = await queue.requeue(waiting[1])
+    assert (bob.status, bob.job_id) == ("already_running", alice.job_id)
+    record = await queue.current_run(space.ident, 7)
+    assert record is not None
+    assert (record["labeller"], record["delivery_id"]) == ("alice", "d-2")
+    job = await space.redis.get(f"arq:job:{alice.job_id}")
+    assert job is not None
+    assert deserialize(job)["k"]["request"] == waiting[0].request

@@ -208,7 +208,7 @@ async def test_unlabelling_cancels_the_run_and_aborts_its_job(
     assert reason == b"the label frognano was removed by @bob"
     assert await space.redis.zscore("arq:abort", queued["job_id"]) is not None
     # While the cancelled run winds down, the issue still has its run.
-    again = await post(client, issue_event(space))
+    again = await post(client, issue_event(space, sender="carol"))
     assert again.json()["status"] == "already_running"
 
 
@@ -482,7 +482,7 @@ async def test_metrics_count_deliveries_failures_and_enqueue_time(
     space: Space, client: httpx.AsyncClient
 ) -> None:
     await post(client, issue_event(space))
-    await post(client, issue_event(space))
+    await post(client, issue_event(space, sender="bob"))
     await post(client, issue_event(space), signature=None)
     await post(client, {"zen": "z"}, event="ping")
     text = (await client.get("/metrics")).text
@@ -533,3 +533,22 @@ def test_create_app_refuses_to_start_without_a_secret(tmp_path: Path) -> None:
     for settings in (Settings(), Settings(webhook_secret=SecretStr(""))):
         with pytest.raises(ConfigError, match="FROGNANO_WEBHOOK_SECRET"):
             create_app(settings, policies=store, registry=CollectorRegistry())
+
+
+async def test_a_signed_body_replayed_under_a_new_delivery_id_is_not_acted_on(
+    space: Space, client: httpx.AsyncClient
+) -> None:
+    """The attack: capture one signed delivery, send it again under fresh delivery ids (to
+    restart a run once the first ends, or to flood the queue)."""
+    event = issue_event(space)
+    first = await post(client, event, delivery="d-original")
+    assert first.json()["status"] == "queued"
+    for n in range(3):
+        replay = await post(client, event, delivery=f"d-replay-{n}")
+        assert replay.status_code == 202
+        assert replay.json() == {
+            "status": "duplicate",
+            "delivery": f"d-replay-{n}",
+            "previous": "replay_of:d-original",
+        }
+    assert len(await space.queued()) == 1

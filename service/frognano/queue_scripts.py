@@ -1,0 +1,123 @@
+"""The Lua scripts behind the intake queue: each decision's checks and writes in one step."""
+
+# In every script that records a delivery, the last KEY is the body key (`P body:{sha256}`,
+# or '' when there is no body to compare) and the last ARGV the delivery id. The same signed
+# body under another delivery id is a replay and is not acted on; GitHub's own redeliveries
+# keep the id, so they pass this check and meet the delivery key's instead.
+_REPLAY = """
+local body_key = KEYS[#KEYS]
+local delivery_id = ARGV[#ARGV]
+if body_key ~= '' then
+  local first = redis.call('GET', body_key)
+  if first and first ~= delivery_id then
+    return {'duplicate', 'replay_of:' .. first}
+  end
+end
+local function record_body(ttl)
+  if body_key ~= '' then redis.call('SET', body_key, delivery_id, 'EX', ttl) end
+end
+"""
+
+_STALE_CHECK = """
+local function alive(job_id)
+  return redis.call('EXISTS', ARGV[1] .. job_id, ARGV[2] .. job_id) > 0
+end
+"""
+
+# KEYS: delivery, run, waiting, new job key, queue, body
+# ARGV: job prefix, in-progress prefix, delivery ttl, run ttl, run_id, job_id, job bytes,
+#       score ms, job expiry ms, waiting entry json, delivery_id, labeller, delivery_id
+RUN_SCRIPT = (
+    _REPLAY
+    + _STALE_CHECK
+    + """
+if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[3]) then
+  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
+end
+record_body(ARGV[3])
+local current = redis.call('HGET', KEYS[2], 'job_id')
+if current then
+  if alive(current) then
+    redis.call('RPUSH', KEYS[3], ARGV[10])
+    redis.call('EXPIRE', KEYS[3], ARGV[4])
+    redis.call('SET', KEYS[1], 'already_running:' .. current, 'KEEPTTL')
+    return {'already_running', current, redis.call('HGET', KEYS[2], 'run_id') or ''}
+  end
+  redis.call('DEL', KEYS[2], KEYS[3])
+end
+redis.call('HSET', KEYS[2], 'run_id', ARGV[5], 'job_id', ARGV[6], 'delivery_id', ARGV[11],
+           'labeller', ARGV[12], 'queued_at', ARGV[8])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('PSETEX', KEYS[4], ARGV[9], ARGV[7])
+redis.call('ZADD', KEYS[5], ARGV[8], ARGV[6])
+redis.call('SET', KEYS[1], 'queued:' .. ARGV[6], 'KEEPTTL')
+return {'queued', ARGV[6], ARGV[5]}
+"""
+)
+
+# KEYS: delivery, run, abort set, body
+# ARGV: job prefix, in-progress prefix, delivery ttl, cancel key prefix, reason, cancel ttl,
+#       now ms, delivery_id
+CANCEL_SCRIPT = (
+    _REPLAY
+    + _STALE_CHECK
+    + """
+if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[3]) then
+  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
+end
+record_body(ARGV[3])
+local current = redis.call('HGET', KEYS[2], 'job_id')
+if not current or not alive(current) then
+  redis.call('SET', KEYS[1], 'nothing_to_cancel', 'KEEPTTL')
+  return {'nothing_to_cancel', '', ''}
+end
+local run_id = redis.call('HGET', KEYS[2], 'run_id')
+redis.call('SET', ARGV[4] .. run_id, ARGV[5], 'EX', ARGV[6])
+redis.call('HSET', KEYS[2], 'cancelled', ARGV[7])
+redis.call('ZADD', KEYS[3], ARGV[7], current)
+redis.call('SET', KEYS[1], 'cancelled:' .. current, 'KEEPTTL')
+return {'cancelled', current, run_id}
+"""
+)
+
+# KEYS: delivery, job key, queue, body
+# ARGV: delivery ttl, job_id, job bytes, score ms, job expiry ms, result key, delivery_id
+JOB_SCRIPT = (
+    _REPLAY
+    + """
+if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[1]) then
+  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
+end
+record_body(ARGV[1])
+if redis.call('EXISTS', KEYS[2], ARGV[6]) > 0 then
+  redis.call('SET', KEYS[1], 'duplicate_job:' .. ARGV[2], 'KEEPTTL')
+  return {'duplicate', 'duplicate_job:' .. ARGV[2]}
+end
+redis.call('PSETEX', KEYS[2], ARGV[5], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
+redis.call('SET', KEYS[1], 'queued:' .. ARGV[2], 'KEEPTTL')
+return {'queued', ARGV[2]}
+"""
+)
+
+# KEYS: run, waiting, cancel key
+# ARGV: run_id
+FINISH_SCRIPT = """
+local waiting = {}
+if redis.call('HGET', KEYS[1], 'run_id') == ARGV[1] then
+  waiting = redis.call('LRANGE', KEYS[2], 0, -1)
+  redis.call('DEL', KEYS[1], KEYS[2])
+end
+redis.call('DEL', KEYS[3])
+return waiting
+"""
+
+# KEYS: run, waiting; ARGV: run_id
+TAKE_WAITING_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'run_id') ~= ARGV[1] then
+  return {}
+end
+local waiting = redis.call('LRANGE', KEYS[2], 0, -1)
+redis.call('DEL', KEYS[2])
+return waiting
+"""

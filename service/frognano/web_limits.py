@@ -1,0 +1,80 @@
+"""Connection limits for the webhook receiver: header deadlines, keep-alive, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from frognano.log import get_logger
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What a client may hold: see the FROGNANO_WEBHOOK_* settings of the same names."""
+
+    header_timeout: float = 10.0
+    """Seconds from a connection's start (or its previous response) to a request's last
+    header line; uvicorn itself waits for ever."""
+    body_timeout: float = 10.0
+    """Seconds for a whole body to arrive, enforced by the app (a 408, then the connection
+    is closed)."""
+    keep_alive: float = 5.0
+    """Seconds an idle keep-alive connection stays open."""
+    max_connections: int = 200
+    """Connections and requests at once; beyond them uvicorn answers 503."""
+    max_header_bytes: int = 16 * 1024
+    """Largest request line and headers together; beyond them h11 answers 431 or 400."""
+
+
+def deadline_protocol(seconds: float) -> type[H11Protocol]:
+    """uvicorn's h11 protocol, closing connections whose request headers take too long."""
+
+    class HeaderDeadline(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(seconds, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if not self.transport.is_closing():
+                client = self.client
+                log.warning(
+                    "webhook.headers_too_slow",
+                    client=None if client is None else f"{client[0]}:{client[1]}",
+                    seconds=seconds,
+                )
+                self.transport.close()
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            # IDLE: still waiting for a whole request line and headers.
+            if self._deadline is not None and self.conn.their_state is not h11.IDLE:
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+                self._arm()  # the next request on this keep-alive connection
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderDeadline
