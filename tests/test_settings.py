@@ -34,6 +34,7 @@ VALUES: dict[str, tuple[str, object]] = {
     "K8S_POD_START_TIMEOUT_SECONDS": ("90", 90.0),
     "K8S_NETWORK_CHECK": ("warn", "warn"),
     "K8S_REAP_INTERVAL_SECONDS": ("60", 60),
+    "K8S_SECCOMP_PROFILE": ("profiles/frognano-sandbox.json", "profiles/frognano-sandbox.json"),
     "TRAJECTORY_DIR": ("/var/lib/frognano", Path("/var/lib/frognano")),
     "LOG_FORMAT": ("json", "json"),
     "LOG_LEVEL": ("debug", "DEBUG"),

@@ -17,7 +17,12 @@ from rich.table import Table
 
 from frognano import __version__
 from frognano.agent.trajectory import read_events, render
-from frognano.cli_kube import default_pod, probe_pod_network, reap_command
+from frognano.cli_kube import (
+    default_pod,
+    probe_pod_network,
+    reap_command,
+    seccomp_profile_command,
+)
 from frognano.cli_model import model_app
 from frognano.cli_policy import policy_app
 from frognano.cli_serve import serve_command
@@ -54,6 +59,7 @@ sandbox_app = typer.Typer(
 )
 app.add_typer(sandbox_app, name="sandbox")
 sandbox_app.command("reap")(reap_command)
+sandbox_app.command("seccomp-profile")(seccomp_profile_command)
 app.command("serve")(serve_command)
 app.command("worker")(worker_command)
 app.add_typer(policy_app, name="policy")

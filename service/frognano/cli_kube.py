@@ -1,7 +1,8 @@
-"""`frognano sandbox reap` and the Kubernetes probe of `frognano sandbox check-network`."""
+"""`frognano sandbox reap`, `sandbox seccomp-profile` and the Kubernetes network probe."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -68,3 +69,39 @@ def reap_command(
     console.print(table)
     if any(item.error for item in reaped):
         raise typer.Exit(1)
+
+
+def seccomp_profile_command(
+    base: Annotated[
+        Path,
+        typer.Option(
+            "--base",
+            help="The nodes' runtime default profile to start from (OCI JSON, e.g. CRI-O's "
+            "/usr/share/containers/seccomp.json or containerd's default).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Where to write the profile.", dir_okay=False),
+    ] = Path("frognano-sandbox.json"),
+) -> None:
+    """Write a Localhost seccomp profile for sandbox pods: BASE plus FrogNano's denied list.
+
+    Copy the file to each node's kubelet seccomp folder (usually
+    /var/lib/kubelet/seccomp/profiles/) and set sandbox.seccompLocalhostProfile in the chart
+    (FROGNANO_K8S_SECCOMP_PROFILE), e.g. profiles/frognano-sandbox.json.
+    """
+    from frognano.cli import _console, _fail  # noqa: PLC0415 - cli.py imports us
+    from frognano.errors import ConfigError  # noqa: PLC0415
+    from frognano.sandbox.k8s_seccomp import write_profile  # noqa: PLC0415
+
+    try:
+        profile = write_profile(base, out)
+    except ConfigError as exc:
+        _fail(str(exc), 2)
+    _console().print(
+        f"Wrote {out} ({len(profile['syscalls'])} rules): {base} with FrogNano's sandbox "
+        "denials added."
+    )

@@ -157,6 +157,11 @@ class Settings(BaseSettings):
     k8s_reap_interval_seconds: int = Field(default=300, ge=30, le=86400)
     """How often the worker deletes expired, failed and evicted sandbox pods."""
 
+    k8s_seccomp_profile: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._/-]+\.json$")
+    """A Localhost seccomp profile for sandbox pods, relative to the kubelet's seccomp folder
+    (e.g. `profiles/frognano-sandbox.json`, made by `frognano sandbox seccomp-profile`);
+    unset: the runtime's default (RuntimeDefault)."""
+
     trajectory_dir: Path = Path("trajectories")
     """Directory where each run's trajectory is stored."""
 
@@ -229,6 +234,16 @@ class Settings(BaseSettings):
         if value is not None and "-----BEGIN" not in value.get_secret_value():
             raise ValueError(
                 "is not a PEM private key (expected '-----BEGIN ... PRIVATE KEY-----')"
+            )
+        return value
+
+    @field_validator("k8s_seccomp_profile")
+    @classmethod
+    def _relative_profile(cls, value: str | None) -> str | None:
+        if value is not None and (value.startswith("/") or ".." in value.split("/")):
+            raise ValueError(
+                "must be a path inside the kubelet's seccomp folder, such as "
+                "profiles/frognano-sandbox.json (not absolute, no `..`)"
             )
         return value
 

@@ -231,6 +231,7 @@ def test_values_yaml_matches_its_schema() -> None:
         ({"sandbox.networkCheck": "off"}, "sandbox/networkCheck"),
         ({"sandbox.podStartTimeoutSeconds": 5}, "sandbox/podStartTimeoutSeconds"),
         ({"sandbox.reapIntervalSeconds": 10}, "sandbox/reapIntervalSeconds"),
+        ({"sandbox.seccompLocalhostProfile": "/etc/x.json"}, "sandbox/seccompLocalhostProfile"),
         ({"sglang.router.image.repository": "example.com/router"}, "sglang/router/image"),
         ({"sglang.image.digest": "sha256:abc"}, "sglang/image/digest"),
     ],
@@ -781,8 +782,10 @@ K8S_SETTINGS = (
 def test_kubernetes_sandbox_settings(render: Render) -> None:
     env = _env(_pod_specs(render())[f"{RELEASE}-frognano-worker"])
     assert [env[name] for name in K8S_SETTINGS] == ["enforce", "600", "300"]
+    assert "FROGNANO_K8S_SECCOMP_PROFILE" not in env  # RuntimeDefault
     env = _env(_pod_specs(render(VALUES_FILES["values-all"]))[f"{RELEASE}-frognano-worker"])
     assert [env[name] for name in K8S_SETTINGS] == ["warn", "900", "120"]
+    assert env["FROGNANO_K8S_SECCOMP_PROFILE"] == "profiles/frognano-sandbox.json"
     # The values are the settings FrogNano itself accepts.
     from frognano.settings import Settings
 
@@ -790,6 +793,7 @@ def test_kubernetes_sandbox_settings(render: Render) -> None:
         k8s_network_check=env["FROGNANO_K8S_NETWORK_CHECK"],
         k8s_pod_start_timeout_seconds=env["FROGNANO_K8S_POD_START_TIMEOUT_SECONDS"],
         k8s_reap_interval_seconds=env["FROGNANO_K8S_REAP_INTERVAL_SECONDS"],
+        k8s_seccomp_profile=env["FROGNANO_K8S_SECCOMP_PROFILE"],
     )
     assert (parsed.k8s_pod_start_timeout_seconds, parsed.k8s_reap_interval_seconds) == (900, 120)
     # Only the Kubernetes backend reads them.

@@ -126,6 +126,7 @@ class SandboxOptions:
         pod = dataclasses.replace(
             pod or PodOptions(),
             namespace=settings.k8s_namespace,
+            seccomp_profile=settings.k8s_seccomp_profile,
             start_timeout=settings.k8s_pod_start_timeout_seconds,
         )
         return cls(

@@ -52,6 +52,8 @@ class PodOptions:
     start_timeout: float = 600.0
     labels: dict[str, str] = field(default_factory=dict)
     """Extra labels (the worker adds its own name)."""
+    seccomp_profile: str | None = None
+    """A Localhost profile (path under the kubelet's seccomp folder); None: RuntimeDefault."""
 
     def __post_init__(self) -> None:
         if self.lifetime_seconds <= 0:
@@ -117,6 +119,11 @@ def sandbox_pod(options: PodOptions, *, now: datetime | None = None) -> dict[str
     }
     if options.run_id:
         labels[RUN_ID] = label_value(options.run_id)
+    seccomp: dict[str, str] = (
+        {"type": "Localhost", "localhostProfile": options.seccomp_profile}
+        if options.seccomp_profile
+        else {"type": "RuntimeDefault"}
+    )
     container_security = {
         "allowPrivilegeEscalation": False,
         "privileged": False,
@@ -125,7 +132,7 @@ def sandbox_pod(options: PodOptions, *, now: datetime | None = None) -> dict[str
         "runAsUser": SANDBOX_UID,
         "runAsGroup": SANDBOX_UID,
         "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
+        "seccompProfile": seccomp,
     }
     spec: dict[str, Any] = {
         # No token, no service environment variables, no DNS: nothing to find or to use.
@@ -145,7 +152,7 @@ def sandbox_pod(options: PodOptions, *, now: datetime | None = None) -> dict[str
             "runAsUser": SANDBOX_UID,
             "runAsGroup": SANDBOX_UID,
             "fsGroup": SANDBOX_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
+            "seccompProfile": seccomp,
         },
         "containers": [
             {
