@@ -28,8 +28,7 @@ _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Runs as the sandbox user, inside every namespace, as the last step before the command.
 # Limits are set here, after any user namespace exists, so they count this sandbox only.
 # Writing to the status fd proves the sandbox started; a command's own failures come after.
-# When it is pid 1 (unshare), it must not exec the command: pid 1 ignores signals it has no
-# handler for, so `kill -9 $$` would not work; it runs the command as a child instead.
+# bwrap's own init is the namespace's pid 1, so the command can be killed like any process.
 INIT_SCRIPT = r"""
 fd=$1 nproc=$2 nofile=$3 fsize=$4 vmem=$5 cwd=$6 cmd=$7
 shift 7
@@ -38,13 +37,6 @@ ulimit -S -H -u "$nproc" -n "$nofile" -f "$fsize" -v "$vmem" || exit 125
 printf 'started\n' >&"$fd" || exit 125
 exec {fd}>&-
 cd -- "$cwd" || exit 126
-if [ "$$" -eq 1 ]; then
-  /bin/bash -c -- "$cmd" bash "$@" <&0 &
-  child=$!
-  exec 2>/dev/null
-  wait "$child"
-  exit $?
-fi
 exec /bin/bash -c -- "$cmd" bash "$@"
 """
 
