@@ -21,7 +21,7 @@ from frognano.sandbox.base import MiB
 from frognano.sandbox.keyring import join_fresh_session_keyring
 from frognano.sandbox.local import LocalSandbox
 from frognano.sandbox.seccomp import denied_names
-from tests.conftest import MakeSandbox, options_for, require_mechanism
+from tests.conftest import STRICT, MakeSandbox, options_for, require_mechanism
 from tests.sandbox.hardening_probes import (
     MOUNTS_PROBE,
     SYSCALL_PROBE,
@@ -394,3 +394,25 @@ def test_launchers_inherit_a_fresh_keyring_without_the_callers_keys() -> None:
 async def test_keys_are_out_of_reach_inside(sandbox: LocalSandbox) -> None:
     result = await sandbox.exec("cat /proc/keys /proc/key-users 2>&1 | grep -v 'Permission denied'")
     assert result.output.strip() == ""
+
+
+async def test_memory_of_the_whole_sandbox_is_capped_where_a_cgroup_can_be_made(
+    make_sandbox: MakeSandbox,
+) -> None:
+    """tmpfs pages (/dev/shm) escape the per-process address-space limit; the sandbox's
+    memory cgroup does not let them."""
+    limits = SandboxLimits(memory_bytes=96 * MiB, shm_bytes=512 * MiB)
+    async with await make_sandbox(limits) as box:
+        cgroup = box.memory_cgroup
+        if cgroup is None:
+            if os.geteuid() == 0 and STRICT:
+                pytest.fail("root could not make a memory cgroup here")
+            pytest.skip("no cgroup this process may create (no v2 delegation, no v1 memory)")
+        result = await box.exec("head -c 300000000 /dev/zero > /dev/shm/fill; echo done")
+        small = await box.exec("head -c 20000000 /dev/zero > /dev/shm/fill; echo fits")
+        path = cgroup.path
+        assert path.is_dir()
+    assert result.exit_code == 137, result.output  # the kernel's OOM killer, inside only
+    assert "done" not in result.output
+    assert small.output.strip() == "fits"
+    assert not path.exists()  # removed with the sandbox

@@ -19,7 +19,8 @@ import pytest
 
 from frognano.errors import SandboxClosed, SandboxError
 from frognano.sandbox import create_sandbox
-from frognano.sandbox.local import BASE_PREFIX, LocalSandbox
+from frognano.sandbox.layout import BASE_PREFIX
+from frognano.sandbox.local import LocalSandbox
 from tests.conftest import options_for, processes_with, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

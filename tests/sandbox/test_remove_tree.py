@@ -31,14 +31,14 @@ def _check(public_copy: Path, tmp_path: Path) -> None:
         f"""
         import os
         from pathlib import Path
-        from frognano.sandbox.local import BASE_PREFIX, _remove_tree
+        from frognano.sandbox.layout import BASE_PREFIX, remove_tree
 
         box = Path({str(tmp_path)!r}) / (BASE_PREFIX + "test")
         locked = box / "locked"
         locked.mkdir(parents=True)
         (locked / "link").symlink_to({str(host)!r})
         locked.chmod(0o555)
-        _remove_tree(box)
+        remove_tree(box)
         print("removed", not box.exists())
         """,
         public_copy,

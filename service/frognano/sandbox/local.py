@@ -4,24 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import resource
 import secrets
-import shutil
 import signal
-import stat
-import sys
-import tempfile
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from frognano.errors import SandboxClosed, SandboxStartError
 from frognano.log import get_logger
 from frognano.sandbox.base import RawResult, SandboxBase, SandboxLimits, SandboxOptions
+from frognano.sandbox.cgroup import MemoryCgroup, create_memory_cgroup
 from frognano.sandbox.holder import UnshareLauncher
 from frognano.sandbox.isolation import (
     HOST_UID_RANGE,
@@ -32,8 +28,8 @@ from frognano.sandbox.isolation import (
     choose_mechanism,
 )
 from frognano.sandbox.keyring import join_fresh_session_keyring
+from frognano.sandbox.layout import kept_groups, make_layout, remove_tree, warn_groups
 from frognano.sandbox.output import HeadTail
-from frognano.sandbox.paths import HOME
 from frognano.sandbox.pyenv import PythonEnv, resolve_python_env
 from frognano.sandbox.seccomp import filter_program
 
@@ -42,17 +38,6 @@ log = get_logger(__name__)
 # After a kill, how long to wait for the pipes to close before giving up on the rest.
 KILL_GRACE = 5.0
 _CHUNK = 64 * 1024
-BASE_PREFIX = "frognano-sandbox-"
-
-
-def _passwd(uid: int) -> tuple[str, str]:
-    passwd = (
-        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-        f"sandbox:x:{uid}:{uid}:FrogNano sandbox:{HOME}:/bin/bash\n"
-        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-    )
-    group = f"root:x:0:\nsandbox:x:{uid}:\nnogroup:x:65534:\n"
-    return passwd, group
 
 
 def _clamp(value: int, which: int) -> int:
@@ -61,51 +46,15 @@ def _clamp(value: int, which: int) -> int:
     return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
 
-def _remove_tree(path: Path) -> None:
-    """Delete a sandbox's host directory even where commands made parts of it unwritable."""
-    if not path.name.startswith(BASE_PREFIX):
-        raise ValueError(f"refusing to delete {path}: not a sandbox directory")
-
-    def retry(func: Callable[..., Any], failed: str, _exc: BaseException) -> None:
-        parent = os.path.dirname(failed)
-        with contextlib.suppress(OSError):
-            # chmod follows symlinks: a link the sandbox left must not pass it to a host file.
-            for target in (parent, failed):
-                if not stat.S_ISLNK(os.lstat(target).st_mode):
-                    os.chmod(target, stat.S_IRWXU)
-        with contextlib.suppress(FileNotFoundError):
-            func(failed)
-
-    # rmtree does not follow symlinks, so links the sandbox planted cannot redirect it.
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=retry)
-    else:
-        shutil.rmtree(path, onerror=lambda func, failed, info: retry(func, failed, info[1]))
-
-
-def kept_groups() -> tuple[int, ...]:
-    """This process's supplementary groups beyond its own primary group."""
-    return tuple(sorted(set(os.getgroups()) - {os.getgid()}))
-
-
-@functools.cache
-def _warn_groups(groups: tuple[int, ...]) -> None:
-    log.warning(
-        "sandbox.groups_kept",
-        groups=list(groups),
-        detail="bwrap started by an ordinary user keeps that user's supplementary groups: "
-        "files readable by those groups are readable in the sandbox. Run FrogNano as a user "
-        "without extra groups, as root (the unshare mechanism), or on Kubernetes",
-    )
-
-
-def _finalize(base: Path, holder_pids: list[int]) -> None:
+def _finalize(base: Path, holder_pids: list[int], cgroups: list[MemoryCgroup]) -> None:
     # Last resort when a sandbox is garbage-collected or the interpreter exits unclosed.
     for pid in holder_pids:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
-        _remove_tree(base)
+        remove_tree(base)
+    for cgroup in cgroups:
+        cgroup.remove()
 
 
 class LocalSandbox(SandboxBase):
@@ -138,7 +87,15 @@ class LocalSandbox(SandboxBase):
         self._closed = False
         self._running: set[asyncio.subprocess.Process] = set()
         self._holder_pids: list[int] = []
-        self._finalizer = weakref.finalize(self, _finalize, layout.base, self._holder_pids)
+        self._cgroups: list[MemoryCgroup] = []
+        self._finalizer = weakref.finalize(
+            self, _finalize, layout.base, self._holder_pids, self._cgroups
+        )
+
+    @property
+    def memory_cgroup(self) -> MemoryCgroup | None:
+        """The cgroup capping the whole sandbox's memory, where one could be made."""
+        return self._cgroups[0] if self._cgroups else None
 
     @classmethod
     async def create(cls, options: SandboxOptions) -> LocalSandbox:
@@ -153,7 +110,7 @@ class LocalSandbox(SandboxBase):
         inner_uid = host_uid if mechanism == "unshare" and host_uid is not None else INNER_UID
         program = await asyncio.to_thread(filter_program)
         layout = await asyncio.to_thread(
-            _make_layout, python_env, inner_uid, host_uid, options.tool_files, program
+            make_layout, python_env, inner_uid, host_uid, options.tool_files, program
         )
         limits = options.limits
         launcher: BwrapLauncher | UnshareLauncher
@@ -164,8 +121,11 @@ class LocalSandbox(SandboxBase):
                 launcher = BwrapLauncher(layout, host_uid, limits.shm_bytes)
             sandbox = cls(layout, launcher, options.limits, python_env, host_uid)
         except BaseException:
-            await asyncio.to_thread(_remove_tree, layout.base)
+            await asyncio.to_thread(remove_tree, layout.base)
             raise
+        cgroup = await asyncio.to_thread(create_memory_cgroup, limits.memory_bytes)
+        if cgroup is not None:
+            sandbox._cgroups.append(cgroup)
         try:
             await launcher.start()
             if isinstance(launcher, UnshareLauncher) and launcher.holder_pid is not None:
@@ -179,7 +139,7 @@ class LocalSandbox(SandboxBase):
             await sandbox.close()
             raise SandboxStartError(f"the sandbox's first command failed: {probe.output}")
         if sandbox.kept_groups:
-            _warn_groups(sandbox.kept_groups)
+            warn_groups(sandbox.kept_groups)
         log.debug(
             "sandbox.created",
             mechanism=mechanism,
@@ -216,6 +176,8 @@ class LocalSandbox(SandboxBase):
         argv = self._launcher.argv(
             [str(status_write), *self._limit_args(), cwd, script, *args], seccomp_fd
         )
+        if self._cgroups:
+            argv = self._cgroups[0].launcher_prefix() + argv
         feed = stdin if isinstance(stdin, bytes) else None
         stdin_arg: int = (
             asyncio.subprocess.DEVNULL
@@ -363,71 +325,8 @@ class LocalSandbox(SandboxBase):
         for proc in list(self._running):
             self._kill(proc)
         await self._launcher.stop()
-        await asyncio.to_thread(_remove_tree, self.layout.base)
+        await asyncio.to_thread(remove_tree, self.layout.base)
+        for cgroup in self._cgroups:
+            await asyncio.to_thread(cgroup.remove)
         self._finalizer.detach()
         log.debug("sandbox.closed", base=str(self.layout.base))
-
-
-def _write_tool(folder: Path, name: str, data: bytes) -> None:
-    if "/" in name or name in ("", ".", ".."):
-        raise ValueError(f"a tool file name must be a plain file name, got {name!r}")
-    (folder / name).write_bytes(data)
-    (folder / name).chmod(0o444)
-
-
-def _make_layout(
-    python_env: PythonEnv,
-    inner_uid: int,
-    owner: int | None,
-    tool_files: Sequence[tuple[str, bytes]] = (),
-    seccomp_program: bytes = b"",
-) -> Layout:
-    base = Path(tempfile.mkdtemp(prefix=BASE_PREFIX))
-    try:
-        dirs = {name: base / name for name in ("workspace", "tmp", "home", "storage", "tools")}
-        for path in dirs.values():
-            path.mkdir()
-        dirs["tmp"].chmod(0o1777)
-        for name, data in tool_files:
-            _write_tool(dirs["tools"], name, data)
-        # Mounted read-only as well; the modes only say the same to anyone looking.
-        dirs["tools"].chmod(0o555)
-        (base / "seccomp.bpf").write_bytes(seccomp_program)
-        passwd, group = _passwd(inner_uid)
-        (base / "passwd").write_text(passwd, encoding="utf-8")
-        (base / "group").write_text(group, encoding="utf-8")
-        if owner is not None:
-            # Root launches commands as `owner`; it must own what the sandbox writes to.
-            for path in (base, dirs["workspace"], dirs["tmp"], dirs["home"]):
-                os.chown(path, owner, owner)
-    except BaseException:
-        _remove_tree(base)
-        raise
-    search = [str(python_env.bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]
-    env = {
-        "PATH": ":".join(dict.fromkeys(search)),
-        "HOME": HOME,
-        "USER": "sandbox",
-        "LOGNAME": "sandbox",
-        "SHELL": "/bin/bash",
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "PAGER": "cat",
-        "GIT_PAGER": "cat",
-        "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's private /tmp
-    }
-    if python_env.is_venv:
-        env["VIRTUAL_ENV"] = str(python_env.prefix)
-    return Layout(
-        base=base,
-        workspace=dirs["workspace"],
-        tmp=dirs["tmp"],
-        home=dirs["home"],
-        passwd=base / "passwd",
-        group=base / "group",
-        storage=dirs["storage"],
-        seccomp=base / "seccomp.bpf",
-        readonly=python_env.mounts,
-        tools=dirs["tools"],
-        env=env,
-    )
