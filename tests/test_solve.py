@@ -184,6 +184,43 @@ def test_the_agent_sees_no_history_and_no_credentials(
     assert headers[0]["authorization"] == "Bearer sk-model-key-never-in-the-sandbox"
 
 
+def test_a_committed_venv_chooses_no_mount(repo: Path, issue: Path, tmp_path: Path) -> None:
+    """The attack: the repository commits `.venv/pyvenv.cfg` naming a host folder as the
+    interpreter's home, then reads that folder from the sandbox. Neither solve's default nor
+    `--repo-venv` mounts it."""
+    secret = tmp_path / "host-secrets"
+    (secret / "bin").mkdir(parents=True)
+    (secret / "token").write_text("HOST-SECRET-TOKEN\n")
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "bin" / "python").write_text("#!/bin/sh\n")
+    (repo / ".venv" / "pyvenv.cfg").write_text(f"home = {secret}/bin\n")
+    git(repo, "add", "-A", "-f")
+    git(repo, "commit", "-qm", "a venv")
+    script = [
+        Turn(calls=[("Bash", {"command": f"cat {secret}/token; ls {secret}"})]),
+        Turn(content="Nothing to do."),
+    ]
+    out = tmp_path / "out"
+    with ScriptedModelServer(script) as server:
+        env = environment(server, tmp_path)
+        done = subprocess.run(
+            solve_argv(repo, issue, out), env=env, check=False, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        asked = subprocess.run(
+            solve_argv(repo, issue, tmp_path / "out2", "--repo-venv"), env=env, check=False,
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    events = read_events(out / "trajectory.jsonl").events
+    seen = next(e["result"] for e in events if e["event"] == "tool")
+    assert "HOST-SECRET-TOKEN" not in seen
+    assert "No such file or directory" in seen
+    assert asked.returncode == 2, asked.stderr
+    assert "points outside itself" in asked.stderr
+    assert "--python-env" in asked.stderr
+
+
 def test_bad_configuration_exits_2(repo: Path, issue: Path, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

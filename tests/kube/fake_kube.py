@@ -33,9 +33,10 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from frognano.errors import SandboxClosed, SandboxError
-from frognano.sandbox.base import RawResult, SandboxOptions
+from frognano.sandbox.base import RawResult
 from frognano.sandbox.isolation import choose_mechanism
 from frognano.sandbox.local import LocalSandbox
+from frognano.sandbox.options import SandboxOptions
 
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from frognano.sandbox import SandboxLimits
-from frognano.sandbox.base import MiB
 from frognano.sandbox.keyring import join_fresh_session_keyring
 from frognano.sandbox.local import LocalSandbox
+from frognano.sandbox.options import MiB
 from frognano.sandbox.seccomp import denied_names
 from tests.conftest import STRICT, MakeSandbox, options_for, require_mechanism
 from tests.sandbox.hardening_probes import (

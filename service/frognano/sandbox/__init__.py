@@ -5,9 +5,8 @@ from frognano.sandbox.base import (
     DEFAULT_TIMEOUT,
     ExecResult,
     Sandbox,
-    SandboxLimits,
-    SandboxOptions,
 )
+from frognano.sandbox.options import SandboxLimits, SandboxOptions
 from frognano.sandbox.paths import HOME, TMP, WORKSPACE
 from frognano.sandbox.registry import BACKENDS, create_sandbox
 

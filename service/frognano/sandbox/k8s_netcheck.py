@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from frognano.sandbox.base import SandboxOptions
 from frognano.sandbox.k8s_pod import PodOptions
 from frognano.sandbox.kubernetes import KubernetesSandbox
 from frognano.sandbox.netcheck import ProbeResult, check_network, cluster_probes
+from frognano.sandbox.options import SandboxOptions
 
 RESOLV_CONF = Path("/etc/resolv.conf")
 

@@ -24,7 +24,7 @@ from frognano.errors import (
     SandboxUnavailable,
 )
 from frognano.log import get_logger
-from frognano.sandbox.base import RawResult, SandboxBase, SandboxLimits, SandboxOptions
+from frognano.sandbox.base import RawResult, SandboxBase
 from frognano.sandbox.k8s_api import KubeApi, KubeApiError, connect
 from frognano.sandbox.k8s_exec import (
     ExecOutcome,
@@ -35,6 +35,7 @@ from frognano.sandbox.k8s_exec import (
 )
 from frognano.sandbox.k8s_pod import CONTAINER, PodOptions, sandbox_pod
 from frognano.sandbox.k8s_state import pod_state
+from frognano.sandbox.options import SandboxLimits, SandboxOptions
 
 log = get_logger(__name__)
 

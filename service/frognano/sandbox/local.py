@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from frognano.errors import SandboxClosed, SandboxStartError
 from frognano.log import get_logger
-from frognano.sandbox.base import RawResult, SandboxBase, SandboxLimits, SandboxOptions
+from frognano.sandbox.base import RawResult, SandboxBase
 from frognano.sandbox.cgroup import MemoryCgroup, create_memory_cgroup
 from frognano.sandbox.holder import UnshareLauncher
 from frognano.sandbox.isolation import (
@@ -29,6 +29,7 @@ from frognano.sandbox.isolation import (
 )
 from frognano.sandbox.keyring import join_fresh_session_keyring
 from frognano.sandbox.layout import kept_groups, make_layout, remove_tree, warn_groups
+from frognano.sandbox.options import SandboxLimits, SandboxOptions
 from frognano.sandbox.output import HeadTail
 from frognano.sandbox.pyenv import PythonEnv, resolve_python_env
 from frognano.sandbox.seccomp import filter_program

@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from frognano.errors import ConfigError
-from frognano.sandbox.base import Sandbox, SandboxOptions
+from frognano.sandbox.base import Sandbox
+from frognano.sandbox.options import SandboxOptions
 
 # name -> "module:Class"; each class offers `async create(options) -> Sandbox`.
 BACKENDS: dict[str, str] = {
