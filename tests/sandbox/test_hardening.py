@@ -416,3 +416,25 @@ async def test_memory_of_the_whole_sandbox_is_capped_where_a_cgroup_can_be_made(
     assert "done" not in result.output
     assert small.output.strip() == "fits"
     assert not path.exists()  # removed with the sandbox
+
+
+async def test_folders_above_an_environment_in_tmp_are_not_the_sandboxs(mechanism: str) -> None:
+    """A CI checkout's .venv under /tmp is mounted inside the sandbox's own /tmp; the folders
+    leading to it must not become the sandbox's to write (as they would, made by bwrap)."""
+    if os.geteuid() != 0:
+        pytest.skip("an ordinary user's sandbox runs as that user, who owns them anyway")
+    top = Path(tempfile.mkdtemp(prefix="frognano-checkout-"))
+    top.chmod(0o755)
+    env = top / "checkout" / ".venv"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").symlink_to("/usr/bin/python3")
+    try:
+        async with await LocalSandbox.create(options_for(mechanism, python_env=env)) as box:
+            result = await box.exec(
+                f"touch {top}/x; touch {top}/checkout/y; echo > {env}/planted; ls -ld {top}"
+            )
+    finally:
+        shutil.rmtree(top)
+    assert result.output.count("Permission denied") == 2, result.output
+    assert result.output.count("Read-only file system") == 1, result.output
+    assert " nobody " in result.output  # host root, unmapped inside: not the sandbox user

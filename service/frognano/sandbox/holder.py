@@ -50,6 +50,9 @@ for path in "$@"; do
   mkdir -p "$BASE/env/$i"
   mount --bind "$path" "$BASE/env/$i"
   mount -o remount,bind,ro,nosuid,nodev "$BASE/env/$i"
+  # An environment under /tmp (a CI checkout's .venv) is mounted inside the sandbox's own
+  # /tmp: its parent folders are made here, by root, so the sandbox cannot write in them.
+  case $path in /tmp/*) mkdir -p "$S$path" ;; esac
   i=$((i + 1))
 done
 echo "ready $kind"

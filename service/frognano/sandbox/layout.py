@@ -91,6 +91,12 @@ def make_layout(
         for path in dirs.values():
             path.mkdir()
         dirs["tmp"].chmod(0o1777)
+        # A Python environment under /tmp is mounted inside the sandbox's own /tmp; its parent
+        # folders are made now, by this process, so that a root-launched sandbox's uid cannot
+        # write in them.
+        for path in python_env.mounts:
+            if path.is_relative_to("/tmp"):  # noqa: S108 - the sandbox's /tmp, mirrored
+                (dirs["tmp"] / path.relative_to("/tmp")).mkdir(parents=True, exist_ok=True)  # noqa: S108
         for name, data in tool_files:
             write_tool(dirs["tools"], name, data)
         # Mounted read-only as well; the modes only say the same to anyone looking.
