@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -246,6 +247,61 @@ def test_bad_configuration_exits_2(repo: Path, issue: Path, tmp_path: Path) -> N
     assert done.returncode == 1
     assert "does not serve a model named 'other'" in done.stderr
     assert "FROGNANO_MODEL_NAME" in done.stderr
+
+
+def test_no_model_server_fails_at_once_naming_the_fix(
+    repo: Path, issue: Path, tmp_path: Path
+) -> None:
+    """First contact: nothing listens at the model URL. One attempt, no retry warnings, one
+    line naming the setting and `frognano model check`, and only files that exist named."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # closed again: nothing listens there
+    with ScriptedModelServer() as server:
+        env = environment(server, tmp_path)
+    env["FROGNANO_LOG_LEVEL"] = "INFO"
+    out = tmp_path / "out"
+    done = subprocess.run(
+        solve_argv(repo, issue, out, "--model-url", f"http://127.0.0.1:{port}/v1"),
+        env=env, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "model.retry" not in done.stderr
+    error = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1, done.stderr
+    assert f"no model server answers at http://127.0.0.1:{port}/v1" in error[0]
+    assert "FROGNANO_MODEL_BASE_URL" in error[0]
+    assert "`frognano model check`" in error[0]
+    listed = done.stderr.split(f"Results in {out}/ (")[1].split(")")[0].split(", ")
+    assert listed
+    assert all((out / name).is_file() for name in listed)
+    assert "trajectory.jsonl" not in listed  # no model turn, so none was written
+
+
+def test_model_url_and_model_options_override_the_settings(
+    repo: Path, issue: Path, tmp_path: Path
+) -> None:
+    script = [Turn(content="Nothing to do.")]
+    with ScriptedModelServer(script, model="served-name") as server:
+        env = environment(server, tmp_path)
+        env["FROGNANO_MODEL_BASE_URL"] = "http://127.0.0.1:9/v1"  # wrong: the option wins
+        done = subprocess.run(
+            solve_argv(repo, issue, tmp_path / "out", "--model-url", server.base_url,
+                       "--model", "served-name"),
+            env=env, capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        asked = [body["model"] for body in server.requests]
+    assert done.returncode == 1, done.stderr
+    assert "the agent finished without changing any file" in done.stderr
+    assert asked
+    assert set(asked) == {"served-name"}
+    bad = subprocess.run(
+        solve_argv(repo, issue, tmp_path / "out2", "--model-url", "ftp://example"),
+        env=env, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert "invalid --model-url or --model: " in bad.stderr
+    assert "http:// or https://" in bad.stderr
 
 
 def _start_slow_run(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -339,6 +340,18 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     ] = None,
     python_env: PythonEnvOption = None,
     repo_venv: RepoVenvOption = False,
+    model_url: Annotated[
+        str | None,
+        typer.Option(
+            "--model-url",
+            help="The model server's OpenAI-compatible base URL (default: "
+            "FROGNANO_MODEL_BASE_URL).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="The served model name (default: FROGNANO_MODEL_NAME)."),
+    ] = None,
     test_command: Annotated[
         str | None,
         typer.Option(help="Test command for verification (default: the policy's verify.command)."),
@@ -393,6 +406,17 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     from frognano.runid import new_run_id  # noqa: PLC0415
 
     settings = _settings(ctx)
+    overrides = {"model_base_url": model_url, "model_name": model}
+    if any(value is not None for value in overrides.values()):
+        try:
+            settings = type(settings).model_validate(
+                {
+                    **settings.model_dump(),
+                    **{key: value for key, value in overrides.items() if value is not None},
+                }
+            )
+        except ValidationError as exc:
+            _fail(f"invalid --model-url or --model: {exc.errors()[0]['msg']}", 2)
     issue_title, body = _read_issue(issue_file, title)
     name = repo or repo_name(repo_dir)
     try:
@@ -445,8 +469,13 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
 
     outcome = _run(go())
     report = outcome.report
+    written = [
+        name
+        for name in ("report.md", "patch.diff", "trajectory.jsonl")
+        if (outcome.out_dir / name).is_file()
+    ]
     err.print(
-        f"Results in {outcome.out_dir}/ (report.md, patch.diff, trajectory.jsonl)",
+        f"Results in {outcome.out_dir}/ ({', '.join(written) or 'nothing written'})",
         highlight=False,
         soft_wrap=True,
     )

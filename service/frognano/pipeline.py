@@ -65,6 +65,9 @@ class SolveJob:
     """Extra labels for Kubernetes sandbox pods (the worker adds the job's attempt)."""
     baseline_cache: BaselineCache | None = None
     """Where baseline runs are kept for reuse; None runs the baseline every time."""
+    wait_for_model: bool = False
+    """Retry the first contact with the model server (the worker: SGLang may be starting);
+    False fails at once, for a person at a terminal."""
 
 
 @dataclass
@@ -166,7 +169,7 @@ async def solve(
                 sampling=sampling,
             )
             stage("checking the model server")
-            await client.check()
+            await client.check(wait=job.wait_for_model)
             model = client
         await _work(
             run, model, options=options, excludes=excludes, stage=stage, on_progress=on_progress

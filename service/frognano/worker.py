@@ -245,6 +245,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
                 run_id=run_id,
                 sandbox_labels={ATTEMPT: str(ctx.get("job_try", 1))},
                 baseline_cache=RedisCache(deps.queue.redis),
+                wait_for_model=True,
             )
             max_steps = policy.agent.max_steps
             await status.set(

@@ -209,10 +209,22 @@ class ModelClient:
         raw = await self._send("/chat/completions", body)
         return self._parse(raw, with_tools=with_tools)
 
-    async def check(self) -> ServerInfo:
-        """Ask `/v1/models` whether the server is up and serves `model` (retried like a
-        completion). Raises ModelUnavailable or ModelResponseError with what to fix."""
-        raw = await self._send("/models", None)
+    async def check(self, *, wait: bool = True) -> ServerInfo:
+        """Ask `/v1/models` whether the server is up and serves `model`: retried like a
+        completion, or with `wait=False` tried once (a person at a terminal, who should hear
+        at once that nothing answers). Raises ModelUnavailable or ModelResponseError with
+        what to fix."""
+        if wait:
+            raw = await self._send("/models", None)
+        else:
+            try:
+                raw = await self._attempt("/models", None)
+            except _Retryable as exc:
+                raise ModelUnavailable(
+                    f"no model server answers at {self.base_url} ({exc.description}); start "
+                    "one and set FROGNANO_MODEL_BASE_URL (or --model-url) to it; "
+                    "`frognano model check` tells you when it is ready"
+                ) from exc
         try:
             listing = json.loads(raw)
             entries = [e for e in listing["data"] if isinstance(e, dict)]
@@ -261,7 +273,7 @@ class ModelClient:
         raise ModelUnavailable(
             f"the model server at {self.base_url} is unavailable after {attempt} attempt(s) "
             f"in {elapsed:.0f} s; last error: {last}. Check that it is running and reachable, "
-            "and that FROGNANO_MODEL_BASE_URL points at it"
+            "and that FROGNANO_MODEL_BASE_URL points at it (`frognano model check` tests it)"
         )
 
     async def _attempt(self, path: str, body: bytes | None) -> bytes:
