@@ -116,3 +116,19 @@ def test_check_network_passes(redis_url: str | None) -> None:
     assert "REACHED" not in done.stdout
     for probe in ("1.1.1.1:443", "169.254.169.254:80", "github.com", "server on the host"):
         assert probe in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [(b"", "is empty"), (b'garbage\n{"x": 1}\n', "has no readable event (2 unreadable")],
+)
+def test_trajectory_show_refuses_a_file_with_no_event(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    path = tmp_path / "trajectory.jsonl"
+    path.write_bytes(content)
+    done = frognano("trajectory", "show", str(path))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert says in done.stderr
+    assert "one JSON event per line" in done.stderr

@@ -56,3 +56,29 @@ def test_every_cli_command_is_in_the_readme() -> None:
 def test_readme_has_the_ci_test_command() -> None:
     block = README.split("<!-- ci:test-command -->", 1)[1].split("```")[1]
     assert block.strip().splitlines()[1:] == ["python -m pytest"]
+
+
+def _markdown_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            ROOT / "charts" / "frognano" / "README.md"]  # fmt: skip
+
+
+def test_docs_link_only_inside_the_repository() -> None:
+    for path in _markdown_files():
+        text = path.read_text(encoding="utf-8")
+        assert "../shared" not in text, f"{path.name} cites a file a clone does not have"
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            resolved = (path.parent / target).resolve()
+            assert resolved.is_relative_to(ROOT), f"{path.name} links outside: {target}"
+            assert resolved.exists(), f"{path.name} links to a missing {target}"
+
+
+def test_the_readme_does_not_call_what_exists_future_work() -> None:
+    from frognano.sandbox.registry import BACKENDS
+
+    assert "exists so far" not in README
+    assert not re.search(r"Kubernetes[^.]*\bfollow\b", README)
+    for backend in set(BACKENDS) - {"local"}:
+        assert f"`--sandbox {backend}`" in README, backend

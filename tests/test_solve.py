@@ -276,6 +276,9 @@ def test_no_model_server_fails_at_once_naming_the_fix(
     assert listed
     assert all((out / name).is_file() for name in listed)
     assert "trajectory.jsonl" not in listed  # no model turn, so none was written
+    report = (out / "report.md").read_text()
+    assert "- Stop reason: none, the agent never ran (no model server answers" in report
+    assert "`None`" not in report
 
 
 def test_model_url_and_model_options_override_the_settings(
@@ -302,6 +305,22 @@ def test_model_url_and_model_options_override_the_settings(
     assert bad.returncode == 2
     assert "invalid --model-url or --model: " in bad.stderr
     assert "http:// or https://" in bad.stderr
+
+
+def test_a_bad_option_is_refused_before_anything_is_contacted(
+    repo: Path, issue: Path, tmp_path: Path
+) -> None:
+    with ScriptedModelServer([Turn(content="unused")]) as server:
+        done = subprocess.run(
+            solve_argv(repo, issue, tmp_path / "out", "--sandbox", "docker"),
+            env=environment(server, tmp_path), capture_output=True, text=True, check=False,
+            timeout=60,
+        )  # fmt: skip
+        contacted = list(server.requests)
+    assert done.returncode == 2
+    assert "sandbox backend 'docker' is not available" in done.stderr
+    assert contacted == []
+    assert not (tmp_path / "out").exists()
 
 
 def _start_slow_run(

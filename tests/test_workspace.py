@@ -9,7 +9,7 @@ import pytest
 
 from frognano.errors import ConfigError
 from frognano.sandbox.local import LocalSandbox
-from frognano.workspace import collect_patch, make_baseline, upload_excludes
+from frognano.workspace import collect_patch, make_baseline, repo_name, upload_excludes
 
 
 def git(repo: Path, *args: str) -> str:
@@ -49,6 +49,16 @@ def test_upload_excludes_history_and_ignored_files(repo: Path) -> None:
 def test_a_folder_inside_a_checkout_is_uploaded_alone(repo: Path) -> None:
     (repo / "pkg" / "cache.log").write_text("x")
     assert upload_excludes(repo / "pkg") == ["cache.log"]
+
+
+def test_the_repository_name_comes_from_the_checkout_itself(repo: Path, tmp_path: Path) -> None:
+    git(repo, "remote", "add", "origin", "https://github.com/acme/widgets.git")
+    assert repo_name(repo) == "acme/widgets"
+    # A folder inside that checkout (FrogNano's own examples/calculator) is not acme/widgets.
+    assert repo_name(repo / "pkg") == "local/pkg"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert repo_name(plain) == "local/plain"
 
 
 def test_a_directory_without_git_is_refused(tmp_path: Path) -> None:

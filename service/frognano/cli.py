@@ -40,6 +40,7 @@ from frognano.sandbox.netcheck import (
     host_listener,
     loopback_service,
 )
+from frognano.sandbox.registry import check_backend
 from frognano.settings import Settings, load_settings
 from frognano.workspace import repo_name
 
@@ -420,6 +421,7 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     issue_title, body = _read_issue(issue_file, title)
     name = repo or repo_name(repo_dir)
     try:
+        check_backend(sandbox or settings.sandbox)  # before anything is contacted or started
         policy, source = _policy_for(name, policy_dir, settings.policy_dir)
         if test_command is not None:
             policy = policy.model_copy(
@@ -505,8 +507,23 @@ def trajectory_show(
     ],
     full: Annotated[bool, typer.Option(help="Print texts whole instead of cutting them.")] = False,
 ) -> None:
-    """Print a recorded run as text: each model turn, tool call and result."""
-    read = read_events(file)
+    """Print a recorded run as text: each model turn, tool call and result. Exits 2 for a
+    file with no readable event (empty, or not a trajectory)."""
+    try:
+        read = read_events(file)
+    except OSError as exc:
+        _fail(f"cannot read {file}: {exc.strerror or exc}", 2)
+    if not read.events:
+        what = (
+            "is empty"
+            if not read.damaged_lines
+            else f"has no readable event ({len(read.damaged_lines)} unreadable line(s))"
+        )
+        _fail(
+            f"{file} {what}: a trajectory is the trajectory.jsonl that `frognano solve` or the "
+            "worker writes, one JSON event per line",
+            2,
+        )
     out = sys.stdout
     for block in render(read.events, max_chars=10**9 if full else 2000):
         out.write(block + "\n")

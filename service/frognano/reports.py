@@ -152,7 +152,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"- Repository: {report['repo']} at `{report['repo_dir']}` "
         f"(base `{report.get('base_commit') or '-'}`)",
         f"- Policy: {report['policy']['source']}",
-        f"- Stop reason: `{report['stop_reason']}` ({report['stop_detail']})",
+        (
+            f"- Stop reason: `{report['stop_reason']}` ({report['stop_detail']})"
+            if report["stop_reason"] is not None
+            else f"- Stop reason: none, the agent never ran ({report['stop_detail']})"
+        ),
         f"- Steps: {report['steps']} of {report['max_steps']}; tool calls: "
         f"{report['tool_calls']} ({report['tool_errors']} errors)",
         f"- Tokens: {tokens['prompt']:,} prompt ({_cached(tokens)}), "

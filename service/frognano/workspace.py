@@ -92,7 +92,14 @@ _REMOTE = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 
 def repo_name(repo_dir: Path) -> str:
     """`owner/name` from the checkout's `origin` remote (GitHub-style URL), else
-    `local/<folder name>`: the name policy rules match against."""
+    `local/<folder name>`: the name policy rules match against. A folder inside someone
+    else's checkout (FrogNano's own examples/calculator) is not that repository, so only the
+    top of a checkout takes its origin's name."""
+    top = _git(repo_dir, "rev-parse", "--show-toplevel", check=False)
+    if top.returncode != 0 or Path(top.stdout.decode(errors="replace").strip()) != (
+        repo_dir.resolve()
+    ):
+        return f"local/{repo_dir.resolve().name}"
     remote = _git(repo_dir, "remote", "get-url", "origin", check=False)
     found = _REMOTE.search(remote.stdout.decode(errors="replace").strip())
     if remote.returncode == 0 and found:

@@ -17,15 +17,20 @@ BACKENDS: dict[str, str] = {
 }
 
 
-async def create_sandbox(backend: str, options: SandboxOptions) -> Sandbox:
-    """Start a sandbox of the named backend; close it (or use `async with`) when done."""
+def check_backend(backend: str) -> str:
+    """`backend`'s "module:Class", or ConfigError naming the backends there are."""
     try:
-        target = BACKENDS[backend]
+        return BACKENDS[backend]
     except KeyError:
         known = ", ".join(sorted(BACKENDS))
         raise ConfigError(
             f"sandbox backend {backend!r} is not available in this version (available: {known})"
         ) from None
+
+
+async def create_sandbox(backend: str, options: SandboxOptions) -> Sandbox:
+    """Start a sandbox of the named backend; close it (or use `async with`) when done."""
+    target = check_backend(backend)
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     create = cast(Callable[[SandboxOptions], Awaitable[Sandbox]], cls.create)
