@@ -218,8 +218,34 @@ def test_serve_without_sglang_exits_2_with_the_install_hint(tmp_path: Path) -> N
     done = frognano("model", "serve", "--model-path", str(tmp_path))
     assert done.returncode == 2
     assert "SGLang is not installed" in done.stderr
-    assert "pip install 'frognano[sglang]'" in done.stderr
+    assert "pip install sglang==0.5.23" in done.stderr
+    assert "FROGNANO_SGLANG_PYTHON" in done.stderr
     assert "--dry-run" in done.stderr
+
+
+def test_serve_runs_sglang_from_its_own_environment(tmp_path: Path) -> None:
+    """SGLang pins an older openai than FrogNano: FROGNANO_SGLANG_PYTHON names the Python of
+    an environment that has it, which the command then runs."""
+    package = tmp_path / "site" / "sglang"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "launch_server.py").write_text("import sys\nprint('sglang', sys.argv[1:3])\n")
+    python = tmp_path / "sglang-env" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={tmp_path / "site"} exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    env = {"FROGNANO_SGLANG_PYTHON": str(python)}
+    dry = frognano("model", "serve", "--dry-run", env=env)
+    assert dry.stdout.split()[:3] == [str(python), "-m", "sglang.launch_server"]
+    done = frognano("model", "serve", "--model-path", str(weights), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"sglang ['--model-path', '{weights}']"
+    missing = frognano("model", "serve", "--model-path", str(weights),
+                       env={"FROGNANO_SGLANG_PYTHON": "/usr/bin/false"})  # fmt: skip
+    assert missing.returncode == 2
+    assert "SGLang is not installed for /usr/bin/false" in missing.stderr
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ VALUES: dict[str, tuple[str, object]] = {
     "GITHUB_API_URL": ("https://ghe.example/api/v3/", "https://ghe.example/api/v3"),
     "MODEL_BASE_URL": ("http://sglang:30000/v1", "http://sglang:30000/v1"),
     "MODEL_NAME": ("frognano-4b", "frognano-4b"),
+    "SGLANG_PYTHON": ("/opt/sglang/bin/python", Path("/opt/sglang/bin/python")),
     "MODEL_API_KEY": ("sk-local", "sk-local"),
     "POLICY_DIR": ("/etc/frognano/policies", Path("/etc/frognano/policies")),
     "SANDBOX": ("kubernetes", "kubernetes"),

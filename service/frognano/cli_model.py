@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -25,10 +26,12 @@ DEFAULTS = SGLangOptions(model_path="/models/frognano", served_model_name="frogn
 """Where the defaults of `model serve` come from (the chart's defaults, see SGLangOptions)."""
 
 INSTALL_HINT = (
-    "SGLang is not installed in this environment ({python}). On a machine with a GPU, install "
-    "it with `pip install 'frognano[sglang]'` (or SGLang's own instructions), or print the "
-    "command with `frognano model serve --dry-run` and run it where SGLang is installed"
+    "SGLang is not installed for {python}. It pins an older openai than FrogNano, so give it "
+    "an environment of its own on a machine with a GPU: `python3 -m venv ~/sglang && "
+    "~/sglang/bin/pip install sglang==0.5.23`, then set FROGNANO_SGLANG_PYTHON=~/sglang/bin/python "
+    "(or print the command with `frognano model serve --dry-run` and run it there)"
 )
+_HAS_SGLANG = "import importlib.util, sys; sys.exit(importlib.util.find_spec('sglang') is None)"
 
 
 @model_app.command("serve")
@@ -73,11 +76,11 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
 ) -> None:
     """Start SGLang serving FrogNano-4B with the flags the Helm chart uses.
 
-    Runs `python -m sglang.launch_server` with this interpreter, in place of this process, with
-    --served-model-name FROGNANO_MODEL_NAME, --reasoning-parser qwen3, --tool-call-parser
-    qwen3_coder, --enable-metrics and --enable-cache-report. Needs a GPU and SGLang (the
-    `sglang` extra of frognano); --dry-run needs neither. Exits 2 for bad usage, otherwise
-    with SGLang's own status.
+    Runs `python -m sglang.launch_server` with FROGNANO_SGLANG_PYTHON (default: this
+    interpreter), in place of this process, with --served-model-name FROGNANO_MODEL_NAME,
+    --reasoning-parser qwen3, --tool-call-parser qwen3_coder, --enable-metrics and
+    --enable-cache-report. Needs a GPU and SGLang; --dry-run needs neither. Exits 2 for bad
+    usage, otherwise with SGLang's own status.
     """
     from frognano.cli import _fail, _settings  # noqa: PLC0415 - cli.py imports us
 
@@ -102,15 +105,16 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
         mem_fraction_static=mem_fraction_static,
         extra_args=tuple(extra),
     )
-    command = launch_command(sys.executable, options)
+    python = str(settings.sglang_python or sys.executable)
+    command = launch_command(python, options)
     line = shlex.join(command)
     if dry_run:
         # Written as is: a console would wrap it or read markup in a path.
         sys.stdout.write(line + "\n")
         return
     # find_spec looks without importing: SGLang's import pulls in torch and CUDA (seconds).
-    if importlib.util.find_spec("sglang") is None:
-        _fail(escape(INSTALL_HINT.format(python=sys.executable)), 2)
+    if not _has_sglang(python):
+        _fail(escape(INSTALL_HINT.format(python=python)), 2)
     if model_path.startswith(("/", "./", "../")) and not Path(model_path).is_dir():
         _fail(
             f"no model folder at {model_path}; pass --model-path with the folder holding "
@@ -129,9 +133,21 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
     # Replace this process rather than wrap it: Ctrl-C and SIGTERM reach SGLang directly, it
     # shuts down its own scheduler processes, and its exit status is ours.
     try:
-        os.execv(sys.executable, command)  # noqa: S606 - a fixed argv, no shell involved
+        os.execv(python, command)  # noqa: S606 - a fixed argv, no shell involved
     except OSError as exc:
-        _fail(f"cannot start {sys.executable}: {exc.strerror}", 1)
+        _fail(f"cannot start {python}: {exc.strerror}", 1)
+
+
+def _has_sglang(python: str) -> bool:
+    if python == sys.executable:
+        return importlib.util.find_spec("sglang") is not None
+    try:
+        done = subprocess.run(
+            [python, "-c", _HAS_SGLANG], capture_output=True, timeout=60, check=False
+        )
+    except OSError:
+        return False
+    return done.returncode == 0
 
 
 @model_app.command("check")

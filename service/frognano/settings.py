@@ -131,6 +131,11 @@ class Settings(BaseSettings):
     model_name: str = "frognano"
     """Model name sent with each request (SGLang's `--served-model-name`)."""
 
+    sglang_python: Path | None = None
+    """The Python of an environment where SGLang is installed, which `frognano model serve`
+    runs (SGLang pins an older `openai` than FrogNano needs, so it lives in an environment of
+    its own); unset: the interpreter running FrogNano."""
+
     model_api_key: SecretStr | None = None
     """API key for the model server, if it requires one (SGLang's `--api-key`)."""
 
