@@ -45,6 +45,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "tool_errors": stats.tool_errors if stats else 0,
         "tools_used": dict(stats.tools_used) if stats else {},
         "truncated_turns": stats.truncated_turns if stats else 0,
+        "format_reminders": stats.format_reminders if stats else 0,
         "compactions": stats.compactions if stats else 0,
         "durations": {
             "total": round(total, 3),

@@ -554,6 +554,7 @@ _STOPS = {
     "time_limit": "the agent ran out of time",
     "context_limit": "the conversation outgrew the model's context",
     "model_error": "the model server failed",
+    "no_answer": "the model's replies had neither a usable tool call nor an answer",
     "sandbox_error": "the sandbox failed",
     "cancelled": "the run was cancelled",
 }

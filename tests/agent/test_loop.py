@@ -182,6 +182,52 @@ async def test_three_truncated_turns_end_the_run(box: LocalSandbox, tmp_path: Pa
     assert result.detail == "3 replies in a row were cut off at 8192 tokens"
 
 
+async def test_an_empty_reply_gets_a_format_reminder_not_completion(
+    box: LocalSandbox, tmp_path: Path
+) -> None:
+    """What real SGLang answers for a call it cannot parse (a Hermes-style JSON call): the
+    marker and everything after it dropped, content "\n\n", finish `stop`. That is not an
+    answer: the model is told, in a user turn, and the run goes on."""
+    script = [
+        Turn(reasoning="Call it.", content="\n\n"),
+        Turn(reasoning="Server trouble.", content="partial", finish_reason="abort"),
+        Turn(calls=[("Read", {"file_path": "/workspace/calc.py"})]),
+        Turn(content="Read it; nothing to change."),
+    ]
+    with ScriptedModelServer(script) as server:
+        result, events = await run(server, box, tmp_path)
+        requests = server.requests
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.summary == "Read it; nothing to change."
+    assert result.stats.format_reminders == 2
+    assert result.stats.tool_calls == 1
+    users = [m["content"] for m in requests[-1]["messages"] if m["role"] == "user"]
+    assert users[1:] == [prompts.FORMAT_REMINDER, prompts.FORMAT_REMINDER]
+    # Append-only: each request's history is a prefix of the next one's.
+    for earlier, later in itertools.pairwise(requests):
+        assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
+    assert [e["finish_reason"] for e in events if e["event"] == "assistant"][:2] == [
+        "stop",
+        "abort",
+    ]
+
+
+async def test_replies_that_keep_failing_end_as_no_answer(
+    box: LocalSandbox, tmp_path: Path
+) -> None:
+    script = [Turn(content="  "), Turn(content=""), Turn(content="\n", finish_reason="abort")]
+    with ScriptedModelServer(script) as server:
+        result, _ = await run(server, box, tmp_path)
+        requests = server.requests
+    assert result.stop_reason is StopReason.NO_ANSWER
+    assert result.detail == (
+        "3 replies in a row had neither a tool call the server could parse nor an answer "
+        "(the server aborted them)"
+    )
+    assert result.stats.format_reminders == 3
+    assert len(requests) == 3  # no fourth request after the last reminder is due
+
+
 async def test_bad_calls_become_error_results(box: LocalSandbox, tmp_path: Path) -> None:
     script = [
         Turn(calls=[("Delete", {"file_path": "/workspace/calc.py"}),

@@ -27,6 +27,7 @@ class StopReason(StrEnum):
     TIME_LIMIT = "time_limit"
     CONTEXT_LIMIT = "context_limit"
     MODEL_ERROR = "model_error"
+    NO_ANSWER = "no_answer"
     SANDBOX_ERROR = "sandbox_error"
     CANCELLED = "cancelled"
 
@@ -58,7 +59,8 @@ class AgentLimits:
     keep_turns: int = 3
     """Assistant turns (with their tool results) kept verbatim after a compaction."""
     max_format_errors: int = 3
-    """Consecutive truncated turns after which the run ends as a model error."""
+    """Consecutive unusable replies (cut off, or with neither a tool call nor an answer)
+    after which the run ends."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -82,6 +84,9 @@ class AgentStats:
     tool_calls: int = 0
     tool_errors: int = 0
     truncated_turns: int = 0
+    format_reminders: int = 0
+    """Replies with neither a tool call nor an answer (or aborted by the server), each
+    answered with a short reminder of the format."""
     compactions: int = 0
     prompt_tokens: int = 0
     """Sum over requests, as the server reported."""
@@ -119,10 +124,11 @@ class Progress:
 class AgentLoop:
     """One agent run over an append-only conversation.
 
-    The conversation is never rewritten, and no user or system message is added after the task
-    (the chat template would drop all earlier reasoning and the prefix cache would miss); budget
-    reminders ride inside tool results. The only exception is the single compaction near the
-    context limit, which starts a new conversation.
+    The conversation is never rewritten. Budget reminders ride inside tool results; a user
+    message after the task (which makes the chat template drop earlier reasoning, so the
+    prefix cache misses once) is added only as a format reminder after a reply with neither a
+    tool call nor an answer. The single compaction near the context limit starts a new
+    conversation.
     """
 
     def __init__(
@@ -217,7 +223,20 @@ class AgentLoop:
                     )
             elif not turn.tool_calls:
                 summary = turn.content.strip()
-                return self._result(StopReason.COMPLETED, "the agent finished", summary)
+                if summary and turn.finish_reason != "abort":
+                    return self._result(StopReason.COMPLETED, "the agent finished", summary)
+                # SGLang drops a call it cannot parse, and everything after its marker, and
+                # answers "stop": an empty reply is a failed call, not an answer.
+                self.stats.format_reminders += 1
+                self._format_errors += 1
+                if self._format_errors >= limits.max_format_errors:
+                    return self._result(
+                        StopReason.NO_ANSWER,
+                        f"{self._format_errors} replies in a row had neither a tool call the "
+                        "server could parse nor an answer"
+                        + (" (the server aborted them)" if turn.finish_reason == "abort" else ""),
+                    )
+                self._append({"role": "user", "content": prompts.FORMAT_REMINDER})
             else:
                 self._format_errors = 0
                 await self._run_calls(turn.tool_calls)

@@ -64,6 +64,12 @@ TRUNCATED_TURN = (
     "example several Edit calls instead of one long Write).</tool_use_error>"
 )
 
+FORMAT_REMINDER = (
+    "Your last reply had no tool call that could be run and no answer. To use a tool, write "
+    "one <tool_call> block with <function=NAME> and one <parameter=NAME> per argument; when "
+    "you are done, answer in plain text with a short summary of what you changed."
+)
+
 NOT_RUN_AFTER_LIMIT = "<tool_use_error>Not run: the step limit was reached.</tool_use_error>"
 
 
