@@ -5,14 +5,22 @@ client is exercised end to end. Each `/v1/chat/completions` request takes the ne
 `Turn`; the server writes the text the model would have generated for it (`generated_text`)
 and answers with what SGLang's parsers make of that text:
 
-- `--reasoning-parser qwen3` (unless `think_in_content`): everything before `</think>` is
-  `reasoning_content`, unstripped (SGLang returns e.g. "I will read it.\\n"), or null when
-  empty; otherwise the whole text stays in `content`.
+- `--reasoning-parser qwen3` (unless `think_in_content`), with reasoning forced as the
+  generation prompt opens `<think>`: leading `<think>` tags are dropped; everything before
+  `</think>` is `reasoning_content`, unstripped (SGLang returns e.g. "I will read it.\\n");
+  without `</think>`, a `<tool_call>` closes the reasoning, and a text with neither is all
+  reasoning (a reply cut off mid-thought); null when empty. Otherwise the whole text stays
+  in `content`.
 - `--tool-call-parser qwen3_coder` (unless `xml_in_content`, or when the request has no
   tools): the calls are parsed back out of the XML with the request's tool schemas (the
   parser is a copy of SGLang's), `content` is the text before the first `<tool_call>` (e.g.
   "\\n\\nLet me look.\\n\\n", or "\\n\\n" before bare calls; never null, as in SGLang), and
-  `finish_reason` "stop" becomes "tool_calls". A scripted "length" stays "length".
+  `finish_reason` "stop" becomes "tool_calls". A scripted "length" stays "length". Without a
+  call the `tool_calls` key is left out, as SGLang's `ChatMessage` serialiser does.
+
+The reply has SGLang's shape: `metadata: null`, `matched_stop`, and usage with
+`reasoning_tokens` and `completion_tokens_details` (`tests/agent/test_sglang_conformance.py`
+compares it with SGLang's own response models).
 
 Usage: `prompt_tokens` defaults to len(request body) // 4; `cached_tokens` to the previous
 request's `prompt_tokens` when the previous request's messages are a prefix of this one's.
@@ -36,7 +44,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from frognano.agent.qwen3_coder import parse_tool_calls
+from frognano.agent.qwen3_coder import THINK_END, THINK_START, TOOL_CALL_START, parse_tool_calls
 
 MODEL_NAME = "frognano"
 MAX_MODEL_LEN = 131072
@@ -82,6 +90,9 @@ class Turn:
     cached_tokens: int | None = None
     delay: float = 0.0
     """Seconds to wait before answering."""
+    raw: str | None = None
+    """The generated text verbatim, instead of one built from the fields above (a reply cut
+    off mid-thought, a malformed call)."""
 
     @property
     def is_completion(self) -> bool:
@@ -112,6 +123,8 @@ def call_xml(name: str, arguments: dict[str, Any]) -> str:
 
 def generated_text_for(turn: Turn) -> str:
     """The text the model generates after the prompt `<|im_start|>assistant\\n<think>\\n`."""
+    if turn.raw is not None:
+        return turn.raw
     calls = "\n".join(call_xml(name, args) for name, args in turn.calls)
     gap = "\n\n" if turn.content and calls else ""
     return f"{turn.reasoning or ''}\n</think>\n\n{turn.content}{gap}{calls}"
@@ -306,11 +319,17 @@ class ScriptedModelServer:
         if turn.cached_tokens is not None:
             cached = turn.cached_tokens
         completion_tokens = max(1, len(text) // 4)
+        thought = message.get("reasoning_content") or ""
+        reasoning_tokens = min(completion_tokens, len(thought) // 4)
         usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
             "completion_tokens": completion_tokens,
             "prompt_tokens_details": {"cached_tokens": cached} if self.cache_report else None,
+            "reasoning_tokens": reasoning_tokens,
+            "completion_tokens_details": (
+                {"reasoning_tokens": reasoning_tokens} if reasoning_tokens else None
+            ),
         }
         reply = {
             "id": uuid.uuid4().hex,
@@ -327,6 +346,7 @@ class ScriptedModelServer:
                 }
             ],
             "usage": usage,
+            "metadata": None,
         }
         body = json.dumps(reply, ensure_ascii=False).encode("utf-8")
         return 200, body, turn.headers, turn.delay
@@ -337,7 +357,16 @@ class ScriptedModelServer:
         reasoning: str | None = None
         rest = text
         if not turn.think_in_content:
-            before, rest = text.split("</think>", 1)
+            body = text
+            while body.startswith(THINK_START):
+                body = body[len(THINK_START) :]
+            if THINK_END in body:
+                before, rest = body.split(THINK_END, 1)
+            elif TOOL_CALL_START in body:
+                start = body.index(TOOL_CALL_START)
+                before, rest = body[:start], body[start:]
+            else:
+                before, rest = body, ""
             reasoning = before or None
         finish_reason = turn.finish_reason or "stop"
         tools = request.get("tools") or []
@@ -360,12 +389,13 @@ class ScriptedModelServer:
                 ]
                 if finish_reason == "stop":
                     finish_reason = "tool_calls"
-        message = {
+        message: dict[str, Any] = {
             "role": "assistant",
-            "content": rest,
+            "content": rest or "",
             "reasoning_content": reasoning,
-            "tool_calls": tool_calls,
         }
+        if tool_calls is not None:
+            message["tool_calls"] = tool_calls
         return message, finish_reason
 
 

@@ -3,7 +3,9 @@ qwen3_coder detector on raw generations, as its chat server applies them (not im
 the test suite; `tests/agent/test_sglang_conformance.py` runs it as a script).
 
 Reads [{"text", "tools", "force_reasoning"}] as JSON on stdin and prints, for each,
-{"reasoning", "content", "calls": [[name, arguments]]}. The package's __init__ modules are
+{"reasoning", "content", "calls": [[name, arguments]]}. With the argument `shape`, reads
+replies' parts instead and prints the whole chat completion SGLang's own response models
+serialise for them. The package's __init__ modules are
 bypassed (they import torch and the whole server); the parser modules themselves run as
 shipped.
 """
@@ -21,7 +23,7 @@ _PACKAGES = (
 )  # fmt: skip
 
 
-def _load() -> tuple[object, object, object]:
+def _load() -> tuple[types.ModuleType, types.ModuleType, types.ModuleType]:
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("sglang is not installed for this Python")
@@ -36,18 +38,57 @@ def _load() -> tuple[object, object, object]:
     return detector, reasoning, protocol
 
 
+def _shapes(protocol: types.ModuleType) -> list[object]:
+    usage_module = importlib.import_module("sglang.srt.entrypoints.openai.usage_processor")
+    out = []
+    for part in json.load(sys.stdin):
+        p = protocol
+        calls = [
+            p.ToolCall(
+                id=call["id"], index=call["index"],
+                function=p.FunctionResponse(name=call["name"], arguments=call["arguments"]),
+            )
+            for call in part["calls"]
+        ] or None  # fmt: skip
+        cached = (
+            p.PromptTokensDetails(cached_tokens=part["cached_tokens"])
+            if part["cached_tokens"] is not None
+            else None
+        )
+        usage = usage_module.UsageProcessor.calculate_token_usage(
+            prompt_tokens=part["prompt_tokens"], completion_tokens=part["completion_tokens"],
+            reasoning_tokens=part["reasoning_tokens"], cached_tokens=cached,
+        )  # fmt: skip
+        reasoning = part["reasoning"]
+        response = p.ChatCompletionResponse(
+            id=part["id"], created=part["created"], model=part["model"], usage=usage,
+            choices=[p.ChatCompletionResponseChoice(
+                index=0, finish_reason=part["finish_reason"], matched_stop=None,
+                message=p.ChatMessage(
+                    role="assistant", content=part["content"] or "", tool_calls=calls,
+                    reasoning_content=reasoning if reasoning else None,
+                ),
+            )],
+        )  # fmt: skip
+        out.append(response.model_dump(mode="json"))
+    return out
+
+
 def main() -> None:
     detector_module, reasoning_module, protocol = _load()
+    if sys.argv[1:] == ["shape"]:
+        json.dump(_shapes(protocol), sys.stdout)
+        return
     cases = json.load(sys.stdin)
     out = []
     for case in cases:
-        parser = reasoning_module.ReasoningParser(  # type: ignore[attr-defined]
+        parser = reasoning_module.ReasoningParser(
             "qwen3", stream_reasoning=False, force_reasoning=case["force_reasoning"]
         )
         reasoning, text = parser.parse_non_stream(case["text"])
         text = text or ""
-        detector = detector_module.Qwen3CoderDetector()  # type: ignore[attr-defined]
-        tools = [protocol.Tool(**tool) for tool in case["tools"]]  # type: ignore[attr-defined]
+        detector = detector_module.Qwen3CoderDetector()
+        tools = [protocol.Tool(**tool) for tool in case["tools"]]
         calls = []
         if detector.has_tool_call(text):
             result = detector.detect_and_parse(text, tools)

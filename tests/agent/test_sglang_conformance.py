@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from frognano.agent.qwen3_coder import (
@@ -21,6 +22,7 @@ from frognano.agent.qwen3_coder import (
     split_reasoning,
 )
 from frognano.agent.tools import TOOL_DEFINITIONS
+from tests.agent.scripted_server import ScriptedModelServer, Turn
 from tests.conftest import STRICT
 
 ENV_VAR = "FNTEST_SGLANG_PYTHON"
@@ -171,3 +173,67 @@ def test_sglang_drops_a_call_it_cannot_parse_which_the_loop_must_not_take_for_an
     assert dropped == {"reasoning": "r", "content": "\n", "calls": []}
     assert cut["calls"] == []
     assert cut["content"] == "The call format is "
+
+
+SHAPE_TURNS = [
+    Turn(reasoning="Read it.", calls=[("Read", {"file_path": "/workspace/calc.py"})]),
+    Turn(reasoning="Two.", content="Looking.", calls=[("Glob", {"pattern": "*.py"}),
+                                                     ("Bash", {"command": "ls", "timeout": 5})]),
+    Turn(reasoning="Done.", content="mean() now raises ValueError."),
+    Turn(raw="still thinking when the limit hit", finish_reason="length"),
+    Turn(raw="<think>a leading tag</think>answer"),
+    Turn(raw='r</think>\n<tool_call>\n{"name": "Read"}\n</tool_call>'),
+    Turn(raw="no close " + READ),
+]  # fmt: skip
+
+
+def _sglang_shapes(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    python = os.environ.get(ENV_VAR)
+    if not python or not Path(python).exists():
+        _sglang([])  # skips or fails with the message
+    done = subprocess.run(
+        [str(python), str(REFERENCE), "shape"], input=json.dumps(parts), capture_output=True,
+        text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shapes: list[dict[str, Any]] = json.loads(done.stdout)
+    return shapes
+
+
+def test_the_scripted_server_answers_exactly_as_sglang_would() -> None:
+    """For each scripted generation: the scripted server's parse equals SGLang's parsers'
+    on the same raw text, and its whole reply equals what SGLang's response models
+    serialise for those parts (keys left out, nulls, usage fields)."""
+    replies = []
+    with ScriptedModelServer(SHAPE_TURNS) as server:
+        for _ in SHAPE_TURNS:
+            answer = httpx.post(
+                f"{server.base_url}/chat/completions",
+                json={"model": "frognano", "messages": [{"role": "user", "content": "x"}],
+                      "tools": TOOLS},
+                timeout=10,
+            )  # fmt: skip
+            replies.append(answer.json())
+        texts = [server.generated_text(i) for i in range(len(SHAPE_TURNS))]
+    parsed = _sglang(texts)
+    parts = []
+    for reply, theirs in zip(replies, parsed, strict=True):
+        message = reply["choices"][0]["message"]
+        calls = message.get("tool_calls") or []
+        ours = [[c["function"]["name"], json.loads(c["function"]["arguments"])] for c in calls]
+        assert ours == theirs["calls"]
+        assert message["content"] == theirs["content"]
+        assert message["reasoning_content"] == (theirs["reasoning"] or None)
+        usage = reply["usage"]
+        parts.append({
+            "id": reply["id"], "created": reply["created"], "model": reply["model"],
+            "content": message["content"], "reasoning": message["reasoning_content"],
+            "calls": [{"id": c["id"], "index": c["index"], "name": c["function"]["name"],
+                       "arguments": c["function"]["arguments"]} for c in calls],
+            "finish_reason": reply["choices"][0]["finish_reason"],
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage["completion_tokens"],
+            "reasoning_tokens": usage["reasoning_tokens"],
+            "cached_tokens": (usage["prompt_tokens_details"] or {}).get("cached_tokens"),
+        })  # fmt: skip
+    assert replies == _sglang_shapes(parts)
