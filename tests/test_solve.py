@@ -146,6 +146,19 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     )
     assert "step 3: Edit in " in shown.stdout
     assert "run ended: completed after 5 steps" in shown.stdout
+    page = tmp_path / "run.html"
+    subprocess.run(
+        [sys.executable, "-m", "frognano", "trajectory", "show", str(out / "trajectory.jsonl"),
+         "--format", "html", "--out", str(page)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    html = page.read_text()
+    assert html.startswith("<!doctype html>")
+    assert "<details><summary>reasoning</summary><pre>Add the guard.</pre></details>" in html
+    assert "Step 3: <code>Edit</code> returned" in html
+    assert "Run ended: <code>completed</code> after 5 steps" in html
+    assert "http://" not in html  # self-contained: nothing is fetched
+    assert "https://" not in html
 
 
 def test_the_agent_sees_no_history_and_no_credentials(

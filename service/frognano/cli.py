@@ -506,9 +506,24 @@ def trajectory_show(
         Path, typer.Argument(help="A trajectory.jsonl file.", exists=True, dir_okay=False)
     ],
     full: Annotated[bool, typer.Option(help="Print texts whole instead of cutting them.")] = False,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="text, or html: one self-contained page (reasoning folded), texts whole.",
+        ),
+    ] = "text",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Write to this file instead of standard output.", dir_okay=False
+        ),
+    ] = None,
 ) -> None:
-    """Print a recorded run as text: each model turn, tool call and result. Exits 2 for a
-    file with no readable event (empty, or not a trajectory)."""
+    """Print a recorded run: each model turn, tool call and result. Exits 2 for a file with
+    no readable event (empty, or not a trajectory) or an unknown --format."""
+    if output_format not in ("text", "html"):
+        _fail(f"unknown --format {output_format!r}; use text or html", 2)
     try:
         read = read_events(file)
     except OSError as exc:
@@ -524,10 +539,19 @@ def trajectory_show(
             "worker writes, one JSON event per line",
             2,
         )
-    out = sys.stdout
-    for block in render(read.events, max_chars=10**9 if full else 2000):
-        out.write(block + "\n")
-    out.flush()
+    if output_format == "html":
+        from frognano.agent.trajectory_html import render_html  # noqa: PLC0415
+
+        page = render_html(read.events, source=str(file))
+    else:
+        limit = 10**9 if full else 2000
+        page = "".join(block + "\n" for block in render(read.events, max_chars=limit))
+    if out is None:
+        sys.stdout.write(page)
+        sys.stdout.flush()
+    else:
+        out.write_text(page, encoding="utf-8")
+        _console(stderr=True).print(f"Wrote {out}", highlight=False)
     if read.damaged_lines:
         lines = ", ".join(map(str, read.damaged_lines))
         _console(stderr=True).print(

@@ -1,0 +1,112 @@
+"""A recorded run as one self-contained HTML page: steps, tool calls, results, folded reasoning."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+# Inline and small: the page must open from a file, offline, with nothing fetched.
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;max-width:62rem;margin:2rem auto;padding:0 1rem;
+color:#1b1f24;background:#fff}
+h1{font-size:1.3rem}.meta{color:#57606a}.step{border-left:3px solid #d0d7de;margin:1rem 0;
+padding:.2rem 0 .2rem .8rem}.assistant{border-color:#0969da}.tool{border-color:#8250df}
+.error{border-color:#cf222e}.end{border-color:#1a7f37}.head{font-weight:600}
+.t{color:#57606a;font-weight:400;font-variant-numeric:tabular-nums}
+pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;white-space:pre-wrap;
+word-break:break-word;margin:.4rem 0}details summary{cursor:pointer;color:#57606a}
+code{background:#f6f8fa;padding:0 .2rem}
+"""
+
+
+def _pre(text: str) -> str:
+    return f"<pre>{escape(text)}</pre>"
+
+
+def _head(event: dict[str, Any], title: str) -> str:
+    return (
+        f'<div class="head"><span class="t">{float(event.get("t", 0.0)):.1f}s</span> {title}</div>'
+    )
+
+
+def _arguments(raw: Any) -> str:
+    try:
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(raw)
+
+
+def _block(event: dict[str, Any]) -> str:  # noqa: PLR0911 - one branch per event kind
+    kind = event["event"]
+    if kind == "run_start":
+        return (
+            f'<div class="step">{_head(event, "Task")}'
+            f"<details open><summary>the issue as the model saw it</summary>"
+            f"{_pre(str(event.get('task', '')))}</details></div>"
+        )
+    if kind == "assistant":
+        usage = event.get("usage") or {}
+        title = (
+            f"Step {escape(str(event.get('step')))}: the model "
+            f'<span class="t">(finish {escape(str(event.get("finish_reason")))}, '
+            f"{escape(str(usage.get('prompt_tokens', '?')))} prompt tokens, "
+            f"{escape(str(usage.get('cached_tokens', '?')))} cached)</span>"
+        )
+        parts = [f'<div class="step assistant">{_head(event, title)}']
+        if event.get("reasoning"):
+            parts.append(
+                f"<details><summary>reasoning</summary>{_pre(event['reasoning'])}</details>"
+            )
+        if event.get("content"):
+            parts.append(_pre(event["content"]))
+        for call in event.get("tool_calls") or []:
+            parts.append(
+                f"<div>calls <code>{escape(str(call.get('name')))}</code></div>"
+                + _pre(_arguments(call.get("arguments", "")))
+            )
+        return "".join(parts) + "</div>"
+    if kind == "tool":
+        error = bool(event.get("is_error"))
+        title = (
+            f"Step {escape(str(event.get('step')))}: <code>{escape(str(event.get('name')))}"
+            f"</code> {'failed' if error else 'returned'} "
+            f'<span class="t">in {float(event.get("duration", 0.0)):.2f}s</span>'
+        )
+        css = "step tool error" if error else "step tool"
+        return f'<div class="{css}">{_head(event, title)}{_pre(str(event.get("result", "")))}</div>'
+    if kind == "compaction":
+        return (
+            f'<div class="step">{_head(event, "History compacted")}'
+            f"{_pre(str(event.get('summary', '')))}</div>"
+        )
+    if kind == "run_end":
+        title = (
+            f"Run ended: <code>{escape(str(event.get('stop_reason')))}</code> after "
+            f"{escape(str(event.get('steps')))} steps"
+            + (f" ({escape(str(event['detail']))})" if event.get("detail") else "")
+        )
+        summary = _pre(str(event["summary"])) if event.get("summary") else ""
+        return f'<div class="step end">{_head(event, title)}{summary}</div>'
+    if kind == "request":
+        return ""
+    details = {k: v for k, v in event.items() if k not in ("event", "t")}
+    title = escape(kind)
+    return f'<div class="step">{_head(event, title)}{_pre(json.dumps(details, indent=2))}</div>'
+
+
+def render_html(events: list[dict[str, Any]], *, source: str) -> str:
+    """The whole page for `events`, read from `source` (named in the heading)."""
+    start = next((e for e in events if e.get("event") == "run_start"), {})
+    heading = (
+        f"FrogNano run {escape(str(start.get('run_id', '?')))} with model "
+        f"{escape(str(start.get('model', '?')))}"
+    )
+    body = "\n".join(block for block in map(_block, events) if block)
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{heading}</title><style>{_STYLE}</style></head><body>"
+        f'<h1>{heading}</h1><p class="meta">From <code>{escape(source)}</code>; '
+        f"{len(events)} events. Reasoning is folded: click to open.</p>\n{body}\n</body></html>\n"
+    )
