@@ -383,3 +383,66 @@ def test_ctrl_c_stops_cleanly_and_still_reports(repo: Path, issue: Path, tmp_pat
     assert report["outcome"]["patch_ready"] is False
     assert read_events(out / "trajectory.jsonl").events[-1]["stop_reason"] == "cancelled"
     assert not list((tmp_path / "sandboxes").iterdir())
+
+
+RECORDING = Path(__file__).resolve().parents[1] / "examples" / "recordings" / "calculator"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "calculator"
+
+
+def test_the_readmes_first_command_replays_the_recorded_run(tmp_path: Path) -> None:
+    """No model server, no GPU: the shipped recording plays back, the tools and tests run,
+    and the audit says the patch comes out byte for byte the same."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
+    env.update(FROGNANO_MODEL_BASE_URL="http://127.0.0.1:9/v1", TMPDIR=str(tmp_path))
+    env["FROGNANO_BASELINE_CACHE"] = "off"
+    issue = str(EXAMPLE / "ISSUE.md")
+    solved = subprocess.run(
+        [sys.executable, "-m", "frognano", "solve", str(EXAMPLE), "--issue-file", issue,
+         "--replay", str(RECORDING / "trajectory.jsonl"), "--out", str(tmp_path / "a")],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert solved.returncode == 0, solved.stderr
+    assert "Replaying 5 recorded model turns" in solved.stderr
+    assert "Patch ready for review: 1 file(s), +2 -0" in solved.stdout
+    audit = subprocess.run(
+        [sys.executable, "-m", "frognano", "trajectory", "replay",
+         str(RECORDING / "trajectory.jsonl"), str(EXAMPLE), "--issue-file", issue,
+         "--out", str(tmp_path / "b")],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert audit.returncode == 0, audit.stderr
+    assert "reproduces" in audit.stderr
+    assert "byte for byte" in audit.stderr
+    assert (tmp_path / "b" / "patch.diff").read_bytes() == (RECORDING / "patch.diff").read_bytes()
+    other = tmp_path / "other.diff"
+    other.write_bytes((RECORDING / "patch.diff").read_bytes().replace(b"empty list", b"nothing"))
+    differs = subprocess.run(
+        [sys.executable, "-m", "frognano", "trajectory", "replay",
+         str(RECORDING / "trajectory.jsonl"), str(EXAMPLE), "--issue-file", issue,
+         "--patch", str(other), "--out", str(tmp_path / "c")],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert differs.returncode == 1
+    assert f"does NOT reproduce {other}" in differs.stderr
+
+
+def test_a_replay_that_runs_past_the_recording_says_so(tmp_path: Path) -> None:
+    short = tmp_path / "trajectory.jsonl"
+    lines = (RECORDING / "trajectory.jsonl").read_text().splitlines()
+    kept, seen = [], 0
+    for line in lines:
+        if '"event":"assistant"' in line:
+            seen += 1
+            if seen > 2:
+                continue
+        kept.append(line)
+    short.write_text("\n".join(kept) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
+    env["TMPDIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "frognano", "solve", str(EXAMPLE), "--issue-file",
+         str(EXAMPLE / "ISSUE.md"), "--replay", str(short), "--out", str(tmp_path / "o")],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "has only 2 model turns, and the replay asked for another" in done.stderr

@@ -45,6 +45,7 @@ from frognano.settings import Settings, load_settings
 from frognano.workspace import repo_name
 
 if TYPE_CHECKING:
+    from frognano.pipeline import SolveOutcome
     from frognano.run.baselines import BaselineCache
 
 T = TypeVar("T")
@@ -283,6 +284,21 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
     raise typer.Exit(code if code is not None else 1)
 
 
+def _with_model(settings: Settings, url: str | None, name: str | None) -> Settings:
+    """The settings with `--model-url` and `--model` applied, validated like the settings."""
+    overrides = {
+        key: value
+        for key, value in (("model_base_url", url), ("model_name", name))
+        if value is not None
+    }
+    if not overrides:
+        return settings
+    try:
+        return type(settings).model_validate({**settings.model_dump(), **overrides})
+    except ValidationError as exc:
+        _fail(f"invalid --model-url or --model: {exc.errors()[0]['msg']}", 2)
+
+
 def _policy_for(repo: str, given: Path | None, configured: Path) -> tuple[EffectivePolicy, str]:
     """The effective policy for `repo` and where it came from. Without `--policy-dir`, a
     missing FROGNANO_POLICY_DIR means the built-in defaults (a laptop has no policy folder)."""
@@ -353,6 +369,24 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         str | None,
         typer.Option(help="The served model name (default: FROGNANO_MODEL_NAME)."),
     ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(
+            help="Play back the model turns of a recorded trajectory.jsonl instead of asking a "
+            "model server (the tools, verification and gate run for real).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    expect_patch: Annotated[
+        Path | None,
+        typer.Option(
+            help="After the run, compare patch.diff with this file byte for byte; exit 1 when "
+            "they differ.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
     test_command: Annotated[
         str | None,
         typer.Option(help="Test command for verification (default: the policy's verify.command)."),
@@ -402,22 +436,13 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     """
     # Imported here: the model client's dependencies take a second to import, which every
     # other command would pay for nothing.
-    from frognano.pipeline import SolveJob, SolveOutcome, solve  # noqa: PLC0415
+    from frognano.agent.replay import ReplayModel  # noqa: PLC0415
+    from frognano.pipeline import SolveJob, solve  # noqa: PLC0415
     from frognano.progress import LiveProgress  # noqa: PLC0415
     from frognano.runid import new_run_id  # noqa: PLC0415
 
     settings = _settings(ctx)
-    overrides = {"model_base_url": model_url, "model_name": model}
-    if any(value is not None for value in overrides.values()):
-        try:
-            settings = type(settings).model_validate(
-                {
-                    **settings.model_dump(),
-                    **{key: value for key, value in overrides.items() if value is not None},
-                }
-            )
-        except ValidationError as exc:
-            _fail(f"invalid --model-url or --model: {exc.errors()[0]['msg']}", 2)
+    settings = _with_model(settings, model_url, model)
     issue_title, body = _read_issue(issue_file, title)
     name = repo or repo_name(repo_dir)
     try:
@@ -463,13 +488,33 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     err = _console(stderr=True)
     live = LiveProgress(err, policy.agent.max_steps) if err.is_terminal else None
 
+    played: ReplayModel | None = None
+    if replay is not None:
+        try:
+            played = ReplayModel.load(replay)
+        except ConfigError as exc:
+            _fail(str(exc), 2)
+        err.print(
+            f"Replaying {len(played.turns)} recorded model turns from {replay}: no model server "
+            "is asked; the tools, the tests and the gate run for real.",
+            highlight=False,
+            soft_wrap=True,
+        )
+
     async def go() -> SolveOutcome:
         if live is None:
-            return await solve(settings, job)
+            return await solve(settings, job, model=played)
         with live:
-            return await solve(settings, job, on_progress=live.update, on_stage=live.stage)
+            return await solve(
+                settings, job, model=played, on_progress=live.update, on_stage=live.stage
+            )
 
-    outcome = _run(go())
+    _report_outcome(_run(go()), err, expect_patch)
+
+
+def _report_outcome(outcome: SolveOutcome, err: Console, expect_patch: Path | None) -> None:
+    """Name the files written, say whether a patch is ready, and with `expect_patch` whether
+    it is that file byte for byte; exits 1 when there is no patch or it differs."""
     report = outcome.report
     written = [
         name
@@ -481,6 +526,17 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         highlight=False,
         soft_wrap=True,
     )
+    if expect_patch is not None:
+        produced = outcome.out_dir / "patch.diff"
+        same = produced.is_file() and produced.read_bytes() == expect_patch.read_bytes()
+        err.print(
+            f"The run {'reproduces' if same else 'does NOT reproduce'} {expect_patch} byte for "
+            "byte.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if not same:
+            _fail(f"the patch differs from {expect_patch} (see {produced})", 1)
     if not outcome.patch_ready:
         _fail(f"no patch: {outcome.reason}", 1)
     patch = report["patch"]
@@ -498,6 +554,40 @@ def _baseline_cache(settings: Settings) -> BaselineCache | None:
 
     folder = settings.baseline_cache_dir()
     return None if folder is None else FileCache(folder)
+
+
+@trajectory_app.command("replay")
+def trajectory_replay(  # noqa: PLR0917 - typer maps each parameter to an argument or option
+    ctx: typer.Context,
+    trajectory: Annotated[
+        Path, typer.Argument(help="A run's trajectory.jsonl.", exists=True, dir_okay=False)
+    ],
+    repo_dir: Annotated[
+        Path,
+        typer.Argument(help="The checkout the run started from.", exists=True, file_okay=False),
+    ],
+    issue_file: Annotated[
+        Path,
+        typer.Option("--issue-file", help="The run's issue text.", exists=True, dir_okay=False),
+    ],
+    patch: Annotated[
+        Path | None,
+        typer.Option(help="The patch to reproduce (default: patch.diff beside the trajectory)."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for the replay's results (default: a new run's).")
+    ] = None,
+) -> None:
+    """Re-execute a recorded run's tool calls in a fresh sandbox, then verification and the
+    gate, and say whether that reproduces the recorded patch byte for byte: "this pull
+    request's patch is what this trajectory produces". Exit 0 when it does, 1 when not."""
+    expected = patch if patch is not None else trajectory.parent / "patch.diff"
+    if not expected.is_file():
+        _fail(f"no recorded patch at {expected}; pass the one to compare with --patch", 2)
+    ctx.invoke(
+        solve_command, ctx, repo_dir=repo_dir, issue_file=issue_file, replay=trajectory,
+        expect_patch=expected, out=out,
+    )  # fmt: skip
 
 
 @trajectory_app.command("show")
