@@ -474,6 +474,12 @@ def test_echo_arguments_rules() -> None:
     assert echo_arguments('{"o": {"x": true}}') == '{"o":{"x":true}}'
     assert echo_arguments("not json") == "{}"
     assert echo_arguments('"a string"') == "{}"
+    # SGLang parses the history with orjson, which reads integers past 64 bits as floats, so
+    # the template would print 1.8446744073709552e+19; their digits print as written.
+    big = '{"n": 18446744073709551616, "m": -9223372036854775809, "u": 18446744073709551615}'
+    assert echo_arguments(big) == (
+        '{"n":"18446744073709551616","m":"-9223372036854775809","u":18446744073709551615}'
+    )
 
 
 # -- errors and retries ----------------------------------------------------------------------

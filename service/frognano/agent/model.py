@@ -425,8 +425,9 @@ class ModelClient:
 def echo_arguments(arguments: str) -> str:
     """The `arguments` string to echo back so that the chat template prints each value as
     the model wrote it: booleans become "true"/"false" and null "null" (the template prints
-    scalars with `|string`), everything else is kept; "{}" when `arguments` is not a JSON
-    object (SGLang rejects a history whose arguments are not)."""
+    scalars with `|string`), integers outside 64 bits their digits (SGLang reads the history
+    with orjson, which turns them into floats), everything else is kept; "{}" when
+    `arguments` is not a JSON object (SGLang rejects a history whose arguments are not)."""
     try:
         parsed = json.loads(arguments)
     except ValueError:
@@ -447,7 +448,13 @@ def _echo_value(value: Any) -> Any:
         return "false"
     if value is None:
         return "null"
+    if isinstance(value, int) and not _ORJSON_INTS[0] <= value <= _ORJSON_INTS[1]:
+        return str(value)
     return value
+
+
+_ORJSON_INTS = (-(2**63), 2**64 - 1)
+"""The integers orjson reads as integers (i64 and u64); beyond them it makes floats."""
 
 
 def _usage(usage: Any) -> Usage | None:
