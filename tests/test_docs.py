@@ -82,3 +82,13 @@ def test_the_readme_does_not_call_what_exists_future_work() -> None:
     assert not re.search(r"Kubernetes[^.]*\bfollow\b", README)
     for backend in set(BACKENDS) - {"local"}:
         assert f"`--sandbox {backend}`" in README, backend
+
+
+def test_the_docs_agree_on_what_outlives_a_killed_worker() -> None:
+    """docs/sandbox.md: a Kubernetes sandbox pod outlives its worker until the sweep deletes
+    it; no other page may say a killed worker's sandbox simply dies with it."""
+    sandbox = (ROOT / "docs" / "sandbox.md").read_text(encoding="utf-8")
+    assert "cannot delete its pod" in sandbox
+    for path in _markdown_files():
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        assert "killed worker's sandbox dies with it" not in text, path.name
