@@ -9,6 +9,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from frognano.cli_common import console as _console
+from frognano.cli_common import fail as _fail
+from frognano.cli_common import root_settings as _settings
+from frognano.cli_common import run as _run
 from frognano.policy.loader import load_policies
 from frognano.sandbox import SandboxOptions
 from frognano.sandbox.k8s_pod import PodOptions, pod_options
@@ -45,7 +49,6 @@ def reap_command(
     sweep every FROGNANO_K8S_REAP_INTERVAL_SECONDS. Exits 1 if a deletion or the API server
     failed, 2 when the settings reach no cluster.
     """
-    from frognano.cli import _console, _run, _settings  # noqa: PLC0415 - cli.py imports us
     from frognano.sandbox.reaper import reap_namespace  # noqa: PLC0415 - see above
 
     settings = _settings(ctx)
@@ -93,7 +96,6 @@ def seccomp_profile_command(
     /var/lib/kubelet/seccomp/profiles/) and set sandbox.seccompLocalhostProfile in the chart
     (FROGNANO_K8S_SECCOMP_PROFILE), e.g. profiles/frognano-sandbox.json.
     """
-    from frognano.cli import _console, _fail  # noqa: PLC0415 - cli.py imports us
     from frognano.errors import ConfigError  # noqa: PLC0415
     from frognano.sandbox.k8s_seccomp import write_profile  # noqa: PLC0415
 

@@ -13,6 +13,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from frognano.cli_common import console as _console
+from frognano.cli_common import fail as _fail
+from frognano.cli_common import root_settings as _settings
+from frognano.cli_common import run as _run
 from frognano.sglang_args import SGLangOptions, conflicting_flags, launch_command
 
 __all__ = ["model_app"]
@@ -82,7 +86,6 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
     --enable-cache-report. Needs a GPU and SGLang; --dry-run needs neither. Exits 2 for bad
     usage, otherwise with SGLang's own status.
     """
-    from frognano.cli import _fail, _settings  # noqa: PLC0415 - cli.py imports us
 
     settings = _settings(ctx)
     extra = list(extra_args or [])
@@ -179,8 +182,6 @@ def check_command(
     """
     from rich.table import Table  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415
-
-    from frognano.cli import _console, _fail, _run, _settings  # noqa: PLC0415 - cli.py imports us
 
     # Imported here: the openai client and the agent's modules take a second to import.
     from frognano.model_check import (  # noqa: PLC0415

@@ -16,6 +16,8 @@ import typer
 import uvicorn
 from fastapi import FastAPI
 
+from frognano.cli_common import fail as _fail
+from frognano.cli_common import root_settings as _settings
 from frognano.web_limits import ServerLimits, deadline_protocol
 
 __all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "run_server", "serve_command"]
@@ -83,7 +85,6 @@ def serve_command(
         ProcessCollector,
     )
 
-    from frognano.cli import _fail, _settings  # noqa: PLC0415
     from frognano.errors import ConfigError  # noqa: PLC0415
     from frognano.policy.store import PolicyStore  # noqa: PLC0415
     from frognano.web import create_app  # noqa: PLC0415

@@ -8,6 +8,9 @@ from typing import Annotated
 
 import typer
 
+from frognano.cli_common import fail as _fail
+from frognano.cli_common import root_settings as _settings
+from frognano.cli_common import run as _run
 from frognano.settings import Settings
 
 
@@ -36,7 +39,6 @@ def worker_command(
     # Imported here: the worker's dependencies are heavy, and cli.py imports this module.
     from redis.asyncio import Redis  # noqa: PLC0415
 
-    from frognano.cli import _fail, _run, _settings  # noqa: PLC0415
     from frognano.errors import ConfigError  # noqa: PLC0415
     from frognano.github.auth import GitHubApp  # noqa: PLC0415
     from frognano.policy.store import PolicyStore  # noqa: PLC0415
@@ -78,7 +80,6 @@ def worker_command(
 
 async def _require_isolated_sandboxes(settings: Settings) -> None:
     """The start-up network check of the Kubernetes sandbox namespace (docs/deploy.md)."""
-    from frognano.cli import _fail  # noqa: PLC0415
     from frognano.cli_kube import probe_pod_network  # noqa: PLC0415
     from frognano.errors import FrogNanoError  # noqa: PLC0415
     from frognano.log import get_logger  # noqa: PLC0415

@@ -1,0 +1,58 @@
+"""What every CLI command shares: consoles, failing with a message, running a coroutine, the
+settings the root command loaded."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import signal
+from collections.abc import Coroutine
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from frognano.errors import ConfigError, FrogNanoError, SandboxUnavailable, UnsafePathError
+from frognano.settings import Settings
+
+T = TypeVar("T")
+
+
+@functools.cache
+def console(stderr: bool = False) -> Console:
+    # Made on first use, not at import: a Console reads the environment (NO_COLOR, COLUMNS).
+    return Console(stderr=stderr)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine so that SIGTERM, like Ctrl-C, cancels it and its cleanup runs."""
+
+    async def main() -> T:
+        task = asyncio.ensure_future(coro)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await task
+
+    try:
+        return asyncio.run(main())
+    except (ConfigError, SandboxUnavailable, UnsafePathError) as exc:
+        fail(str(exc), 2)
+    except FrogNanoError as exc:
+        fail(str(exc), 1)
+    except KeyboardInterrupt:
+        console(stderr=True).print("interrupted")
+        raise typer.Exit(130) from None
+    except asyncio.CancelledError:
+        console(stderr=True).print("terminated")
+        raise typer.Exit(143) from None
+
+
+def root_settings(ctx: typer.Context) -> Settings:
+    settings = ctx.find_root().obj
+    if not isinstance(settings, Settings):  # only if a command is invoked without the root
+        raise typer.Exit(2)
+    return settings

@@ -1,0 +1,297 @@
+"""`frognano solve`: one agent run on a local checkout, verified and gated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from frognano.cli_common import console as _console
+from frognano.cli_common import fail as _fail
+from frognano.cli_common import root_settings as _settings
+from frognano.cli_common import run as _run
+from frognano.cli_options import PythonEnvOption, RepoVenvOption, SandboxChoice
+from frognano.errors import ConfigError
+from frognano.policy.loader import load_policies
+from frognano.policy.models import EffectivePolicy
+from frognano.sandbox.registry import check_backend
+from frognano.settings import Settings
+from frognano.workspace import repo_name
+
+if TYPE_CHECKING:
+    from frognano.pipeline import SolveOutcome
+    from frognano.run.baselines import BaselineCache
+
+
+def _with_model(settings: Settings, url: str | None, name: str | None) -> Settings:
+    """The settings with `--model-url` and `--model` applied, validated like the settings."""
+    overrides = {
+        key: value
+        for key, value in (("model_base_url", url), ("model_name", name))
+        if value is not None
+    }
+    if not overrides:
+        return settings
+    try:
+        return type(settings).model_validate({**settings.model_dump(), **overrides})
+    except ValidationError as exc:
+        _fail(f"invalid --model-url or --model: {exc.errors()[0]['msg']}", 2)
+
+
+def _policy_for(repo: str, given: Path | None, configured: Path) -> tuple[EffectivePolicy, str]:
+    """The effective policy for `repo` and where it came from. Without `--policy-dir`, a
+    missing FROGNANO_POLICY_DIR means the built-in defaults (a laptop has no policy folder)."""
+    directory = given or configured
+    if given is None and not directory.exists():
+        return EffectivePolicy(), f"built-in defaults ({directory} does not exist)"
+    policies = load_policies(directory)
+    try:
+        effective = policies.for_repo(repo)
+    except ValueError as exc:
+        raise ConfigError(f"--repo {repo!r}: {exc}") from exc
+    return effective, f"{directory} ({len(policies.files)} file(s))"
+
+
+def _read_issue(path: Path, title: str | None) -> tuple[str, str]:
+    """Title and body from an issue file; a leading Markdown heading is the default title."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"cannot read the issue file {path}: {exc}", 2)
+    lines = text.strip().splitlines()
+    if title is None and lines and lines[0].startswith("# "):
+        return lines[0][2:].strip(), "\n".join(lines[1:]).strip()
+    if not text.strip():
+        _fail(f"the issue file {path} is empty; describe the problem in it", 2)
+    return title or path.stem, text.strip()
+
+
+def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument or option
+    ctx: typer.Context,
+    repo_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="A local git checkout; the agent works on a copy of its files.",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    issue_file: Annotated[
+        Path,
+        typer.Option(
+            "--issue-file",
+            help="The issue text (Markdown). A first line '# Title' is the title.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    title: Annotated[
+        str | None, typer.Option(help="Issue title (default: the file's heading or name).")
+    ] = None,
+    sandbox: SandboxChoice = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the results (default: ./frognano-runs/RUN_ID)."),
+    ] = None,
+    python_env: PythonEnvOption = None,
+    repo_venv: RepoVenvOption = False,
+    model_url: Annotated[
+        str | None,
+        typer.Option(
+            "--model-url",
+            help="The model server's OpenAI-compatible base URL (default: "
+            "FROGNANO_MODEL_BASE_URL).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="The served model name (default: FROGNANO_MODEL_NAME)."),
+    ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(
+            help="Play back the model turns of a recorded trajectory.jsonl instead of asking a "
+            "model server (the tools, verification and gate run for real).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    expect_patch: Annotated[
+        Path | None,
+        typer.Option(
+            help="After the run, compare patch.diff with this file byte for byte; exit 1 when "
+            "they differ.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    test_command: Annotated[
+        str | None,
+        typer.Option(help="Test command for verification (default: the policy's verify.command)."),
+    ] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(help="Model turns before the run stops (default: the policy's).", min=1),
+    ] = None,
+    policy_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Policy folder (default: FROGNANO_POLICY_DIR; the built-in defaults when that "
+            "folder does not exist).",
+            file_okay=False,
+        ),
+    ] = None,
+    repo: Annotated[
+        str | None,
+        typer.Option(
+            help="OWNER/NAME the policy rules match (default: from the `origin` remote, else "
+            "local/FOLDER)."
+        ),
+    ] = None,
+    fail_to_pass: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-to-pass",
+            help="A pytest node id that must pass with the patch (repeatable; sets the policy's "
+            "verify.fail_to_pass).",
+        ),
+    ] = None,
+    pass_to_pass: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pass-to-pass",
+            help="A pytest node id that must keep passing (repeatable; verify.pass_to_pass).",
+        ),
+    ] = None,
+) -> None:
+    """Run the agent on REPO_DIR for one issue; write patch.diff, report.json, report.md and
+    trajectory.jsonl.
+
+    The model server is FROGNANO_MODEL_BASE_URL (an OpenAI-compatible endpoint such as SGLang
+    started with --reasoning-parser qwen3 --tool-call-parser qwen3_coder), serving
+    FROGNANO_MODEL_NAME. Exits 0 when the patch is ready for review, 1 when the run ended
+    without one, 2 for bad usage or configuration.
+    """
+    # Imported here: the model client's dependencies take a second to import, which every
+    # other command would pay for nothing.
+    from frognano.agent.replay import ReplayModel  # noqa: PLC0415
+    from frognano.pipeline import SolveJob, solve  # noqa: PLC0415
+    from frognano.progress import LiveProgress  # noqa: PLC0415
+    from frognano.runid import new_run_id  # noqa: PLC0415
+
+    settings = _settings(ctx)
+    settings = _with_model(settings, model_url, model)
+    issue_title, body = _read_issue(issue_file, title)
+    name = repo or repo_name(repo_dir)
+    try:
+        check_backend(sandbox or settings.sandbox)  # before anything is contacted or started
+        policy, source = _policy_for(name, policy_dir, settings.policy_dir)
+        if test_command is not None:
+            policy = policy.model_copy(
+                update={"verify": policy.verify.model_copy(update={"command": test_command})}
+            )
+            source += f"; --test-command {test_command!r}"
+        if max_steps is not None:
+            policy = policy.model_copy(
+                update={"agent": policy.agent.model_copy(update={"max_steps": max_steps})}
+            )
+            source += f"; --max-steps {max_steps}"
+        if fail_to_pass or pass_to_pass:
+            lists = {
+                key: list(value)
+                for key, value in (("fail_to_pass", fail_to_pass), ("pass_to_pass", pass_to_pass))
+                if value
+            }
+            policy = policy.model_copy(update={"verify": policy.verify.model_copy(update=lists)})
+            source += "; " + ", ".join(
+                f"{len(v)} --{k.replace('_', '-')}" for k, v in lists.items()
+            )
+    except ConfigError as exc:
+        _fail(str(exc), 2)
+    run_id = new_run_id()
+    job = SolveJob(
+        repo_dir=repo_dir,
+        title=issue_title,
+        body=body,
+        out_dir=out if out is not None else Path("frognano-runs") / run_id,
+        repo=name,
+        policy=policy,
+        policy_source=source,
+        backend=sandbox or settings.sandbox,
+        python_env=python_env,
+        repo_venv=repo_venv,
+        run_id=run_id,
+        baseline_cache=_baseline_cache(settings),
+    )
+    err = _console(stderr=True)
+    live = LiveProgress(err, policy.agent.max_steps) if err.is_terminal else None
+
+    played: ReplayModel | None = None
+    if replay is not None:
+        try:
+            played = ReplayModel.load(replay)
+        except ConfigError as exc:
+            _fail(str(exc), 2)
+        err.print(
+            f"Replaying {len(played.turns)} recorded model turns from {replay}: no model server "
+            "is asked; the tools, the tests and the gate run for real.",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    async def go() -> SolveOutcome:
+        if live is None:
+            return await solve(settings, job, model=played)
+        with live:
+            return await solve(
+                settings, job, model=played, on_progress=live.update, on_stage=live.stage
+            )
+
+    _report_outcome(_run(go()), err, expect_patch)
+
+
+def _report_outcome(outcome: SolveOutcome, err: Console, expect_patch: Path | None) -> None:
+    """Name the files written, say whether a patch is ready, and with `expect_patch` whether
+    it is that file byte for byte; exits 1 when there is no patch or it differs."""
+    report = outcome.report
+    written = [
+        name
+        for name in ("report.md", "patch.diff", "trajectory.jsonl")
+        if (outcome.out_dir / name).is_file()
+    ]
+    err.print(
+        f"Results in {outcome.out_dir}/ ({', '.join(written) or 'nothing written'})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if expect_patch is not None:
+        produced = outcome.out_dir / "patch.diff"
+        same = produced.is_file() and produced.read_bytes() == expect_patch.read_bytes()
+        err.print(
+            f"The run {'reproduces' if same else 'does NOT reproduce'} {expect_patch} byte for "
+            "byte.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if not same:
+            _fail(f"the patch differs from {expect_patch} (see {produced})", 1)
+    if not outcome.patch_ready:
+        _fail(f"no patch: {outcome.reason}", 1)
+    patch = report["patch"]
+    _console().print(
+        f"Patch ready for review: {len(patch['files'])} file(s), +{patch['insertions']} "
+        f"-{patch['deletions']}; tests: {report['verification']['verification']['summary']}; "
+        f"{report['verification']['reason']}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _baseline_cache(settings: Settings) -> BaselineCache | None:
+    from frognano.run.baselines import FileCache  # noqa: PLC0415
+
+    folder = settings.baseline_cache_dir()
+    return None if folder is None else FileCache(folder)
