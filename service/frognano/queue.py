@@ -58,8 +58,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from arq.constants import (
     abort_jobs_ss,
@@ -72,6 +71,17 @@ from arq.constants import (
 from arq.jobs import serialize_job
 from redis.asyncio import Redis
 
+from frognano.queue_payloads import (
+    Submission,
+    Submittable,
+    Waiting,
+    deserialize,
+    review_request,
+    run_request,
+    serialize,
+    text,
+    waiting_events,
+)
 from frognano.queue_scripts import (
     CANCEL_SCRIPT,
     FINISH_SCRIPT,
@@ -105,96 +115,6 @@ DELIVERY_TTL_SECONDS = 3 * 24 * 3600
 """GitHub.com keeps deliveries redeliverable for 3 days (GHES: 7; raise it there)."""
 RUN_TTL_SECONDS = 8 * 24 * 3600
 """Backstop only: a run key normally goes at `finish_run`, or as stale when its job is gone."""
-
-Status = Literal["queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"]
-Submittable = RunRequest | CancelRequest | ReviewGateCheck | DropTokens
-
-
-def serialize(data: Any) -> bytes:
-    """arq `job_serializer`: compact JSON. Values JSON cannot hold (an exception in a failed
-    job's result) are stored as their repr."""
-    return json.dumps(data, separators=(",", ":"), default=repr).encode()
-
-
-def deserialize(data: bytes) -> Any:
-    """arq `job_deserializer`."""
-    return json.loads(data)
-
-
-@dataclass(frozen=True)
-class Submission:
-    """What the queue did with one decision."""
-
-    status: Status
-    job_id: str | None = None
-    """The arq job started, or the one already running / cancelled; None otherwise."""
-    run_id: str | None = None
-    """For runs and cancels: the issue's run."""
-    previous: str | None = None
-    """For duplicates: what the first delivery with this id got (e.g. `queued:run:...`)."""
-
-
-@dataclass(frozen=True)
-class Waiting:
-    """A label event that arrived while the issue's run was on."""
-
-    delivery_id: str
-    labeller: str
-    label: str
-    at: float
-    """Unix time it arrived."""
-    request: dict[str, Any] | None = None
-    """The run job's `request` argument for this event (see above), to queue it later."""
-
-
-def _run_request(request: RunRequest) -> dict[str, Any]:
-    # By hand: dataclasses.asdict deep-copies, a tenth of a delivery's time.
-    issue = request.issue
-    return {
-        "issue": {
-            "installation_id": issue.installation_id,
-            "repo": issue.repo,
-            "repo_id": issue.repo_id,
-            "number": issue.number,
-        },
-        "delivery_id": request.delivery_id,
-        "labeller": request.labeller,
-        "label": request.label,
-        "title": request.title,
-        "body": request.body,
-        "labeller_id": request.labeller_id,
-    }
-
-
-def _review_request(check: ReviewGateCheck) -> dict[str, Any]:
-    return {
-        "installation_id": check.installation_id,
-        "repo": check.repo,
-        "repo_id": check.repo_id,
-        "pull_number": check.pull_number,
-        "head_sha": check.head_sha,
-        "delivery_id": check.delivery_id,
-    }
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _waiting(entries: list[bytes | str]) -> list[Waiting]:
-    found = []
-    for entry in entries:
-        data = json.loads(entry)
-        found.append(
-            Waiting(
-                data["delivery_id"],
-                data["labeller"],
-                data["label"],
-                data["at"],
-                data.get("request"),
-            )
-        )
-    return found
 
 
 class IntakeQueue:
@@ -258,7 +178,7 @@ class IntakeQueue:
                 body_digest,
                 REVIEW_JOB,
                 f"review:{decision.repo_id}:{decision.pull_number}:{decision.delivery_id}",
-                {"request": _review_request(decision)},
+                {"request": review_request(decision)},
             )
         if isinstance(decision, DropTokens):
             return await self._enqueue(
@@ -278,7 +198,7 @@ class IntakeQueue:
     async def start_run(self, request: RunRequest, *, body_digest: str | None = None) -> Submission:
         """Queue a run unless the delivery was seen or the issue has a run queued or on."""
         return await self._start(
-            _run_request(request), self.delivery_key(request.delivery_id), body_digest
+            run_request(request), self.delivery_key(request.delivery_id), body_digest
         )
 
     async def requeue(self, waiting: Waiting) -> Submission:
@@ -391,11 +311,11 @@ class IntakeQueue:
 
     @staticmethod
     def _submission(result: list[bytes | str]) -> Submission:
-        status = _text(result[0])
+        status = text(result[0])
         if status == "duplicate":
-            return Submission("duplicate", previous=_text(result[1]))
-        job_id = _text(result[1]) or None if len(result) > 1 else None
-        run_id = _text(result[2]) or None if len(result) > 2 else None
+            return Submission("duplicate", previous=text(result[1]))
+        job_id = text(result[1]) or None if len(result) > 1 else None
+        run_id = text(result[2]) or None if len(result) > 2 else None
         return Submission(status, job_id=job_id, run_id=run_id)  # type: ignore[arg-type]
 
     async def ping(self) -> None:
@@ -406,7 +326,7 @@ class IntakeQueue:
     async def cancel_reason(self, run_id: str) -> str | None:
         """Why the run was cancelled (the worker polls this between stages), or None."""
         value = await self.redis.get(self.cancel_key(run_id))
-        return None if value is None else _text(value)
+        return None if value is None else text(value)
 
     async def take_waiting(self, repo_id: int, number: int, run_id: str) -> list[Waiting]:
         """The label events refused as `already_running` since the last call, so the worker
@@ -415,7 +335,7 @@ class IntakeQueue:
             keys=[self.run_key(repo_id, number), self.waiting_key(repo_id, number)],
             args=[run_id],
         )
-        return _waiting(entries)
+        return waiting_events(entries)
 
     async def finish_run(self, repo_id: int, number: int, run_id: str) -> list[Waiting]:
         """Call when a run ends, however it ends (in a `finally`): frees the issue for the next
@@ -429,7 +349,7 @@ class IntakeQueue:
             ],
             args=[run_id],
         )
-        return _waiting(entries)
+        return waiting_events(entries)
 
     async def current_run(self, repo_id: int, number: int) -> dict[str, str] | None:
         """The issue's run record (run_id, job_id, delivery_id, labeller, queued_at and, once
@@ -437,4 +357,4 @@ class IntakeQueue:
         raw = await self.redis.hgetall(self.run_key(repo_id, number))  # type: ignore[misc]
         if not raw:
             return None
-        return {_text(key): _text(value) for key, value in raw.items()}
+        return {text(key): text(value) for key, value in raw.items()}
