@@ -13,7 +13,7 @@ from frognano.github.client import RepoClient
 from frognano.github.models import BODY_LIMIT, CHECK_TEXT_LIMIT, FileChange
 from frognano.policy.models import PublishPolicy
 from frognano.publish import Published, publish
-from frognano.queue import _review_request
+from frognano.queue_payloads import review_request
 from frognano.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
@@ -663,7 +663,7 @@ async def test_a_rerun_keeps_an_approval(
     repo = fake.repo(REPO)
     check = ReviewGateCheck(repo.installation_id, REPO, repo.id, first.pull.number,
                             first.commit_sha, "d-1")  # fmt: skip
-    assert await review_gate({"github_app": app}, request=_review_request(check)) == "success"
+    assert await review_gate({"github_app": app}, request=review_request(check)) == "success"
     await run_publish(client, fake)
     (human,) = runs_named(fake, HUMAN_REVIEW_CHECK)
     assert human["conclusion"] == "success"

@@ -14,7 +14,7 @@ from frognano.github.client import RepoClient
 from frognano.github.errors import GitHubNotFound
 from frognano.github.models import FileChange, Review
 from frognano.github.retry import Transport
-from frognano.queue import _review_request
+from frognano.queue_payloads import review_request
 from frognano.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
@@ -267,7 +267,7 @@ async def verify(client: RepoClient, sha: str, marker: str | None) -> None:
 async def gate(fake: FakeGitHub, app: GitHubApp, pull: Pull) -> str:
     repo = fake.repo(REPO)
     check = ReviewGateCheck(repo.installation_id, REPO, repo.id, pull.number, pull.head, "d-1")
-    return await review_gate({"github_app": app}, request=_review_request(check))
+    return await review_gate({"github_app": app}, request=review_request(check))
 
 
 def human_check(fake: FakeGitHub, sha: str) -> dict[str, Any]:
