@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from frognano.sandbox.layout import BASE_PREFIX, remove_tree
 from tests.sandbox.test_mechanism import NOBODY, _as_nobody, public_copy
 
 __all__ = ["public_copy"]  # the fixture, imported for this module's tests
@@ -47,3 +48,21 @@ def _check(public_copy: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["removed", "True"]
     assert (host.stat().st_mode & 0o777) == 0o755
+
+
+def test_removing_a_folder_that_is_already_gone_leaves_its_parent_alone() -> None:
+    """A second clean-up (close, then the finalizer) must not chmod $TMPDIR: the retry once
+    made /tmp 0700 when the folder it was asked to remove no longer existed."""
+    parent = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        parent.chmod(0o1777)
+        remove_tree(parent / (BASE_PREFIX + "gone"))
+        assert (parent.stat().st_mode & 0o7777) == 0o1777
+        box = parent / (BASE_PREFIX + "twice")
+        (box / "workspace").mkdir(parents=True)
+        remove_tree(box)
+        remove_tree(box)
+        assert not box.exists()
+        assert (parent.stat().st_mode & 0o7777) == 0o1777
+    finally:
+        shutil.rmtree(parent)

@@ -34,25 +34,35 @@ def _passwd(uid: int) -> tuple[str, str]:
 
 
 def remove_tree(path: Path) -> None:
-    """Delete a sandbox's host directory even where commands made parts of it unwritable."""
+    """Delete a sandbox's host directory even where commands made parts of it unwritable.
+    Nothing outside it is ever touched: a folder already gone is simply done (a second
+    clean-up once made its retry chmod the parent, $TMPDIR itself)."""
     if not path.name.startswith(BASE_PREFIX):
         raise ValueError(f"refusing to delete {path}: not a sandbox directory")
+    root = os.path.abspath(path)
+    if not os.path.lexists(root):
+        return
 
-    def retry(func: Callable[..., Any], failed: str, _exc: BaseException) -> None:
-        parent = os.path.dirname(failed)
+    def inside(target: str) -> bool:
+        return target == root or target.startswith(root + os.sep)
+
+    def retry(func: Callable[..., Any], failed: str, exc: BaseException) -> None:
+        if isinstance(exc, FileNotFoundError):
+            return  # gone already (removed concurrently, or never made)
         with contextlib.suppress(OSError):
-            # chmod follows symlinks: a link the sandbox left must not pass it to a host file.
-            for target in (parent, failed):
-                if not stat.S_ISLNK(os.lstat(target).st_mode):
+            # chmod follows symlinks: a link the sandbox left must not pass it to a host
+            # file; and only folders of this tree are made writable, never its parent.
+            for target in (os.path.dirname(failed), failed):
+                if inside(target) and not stat.S_ISLNK(os.lstat(target).st_mode):
                     os.chmod(target, stat.S_IRWXU)
         with contextlib.suppress(FileNotFoundError):
             func(failed)
 
     # rmtree does not follow symlinks, so links the sandbox planted cannot redirect it.
     if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=retry)
+        shutil.rmtree(root, onexc=retry)
     else:
-        shutil.rmtree(path, onerror=lambda func, failed, info: retry(func, failed, info[1]))
+        shutil.rmtree(root, onerror=lambda func, failed, info: retry(func, failed, info[1]))
 
 
 def kept_groups() -> tuple[int, ...]:

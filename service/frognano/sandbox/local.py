@@ -323,8 +323,16 @@ class LocalSandbox(SandboxBase):
         if self._closed:
             return
         self._closed = True
-        for proc in list(self._running):
+        running = list(self._running)
+        for proc in running:
             self._kill(proc)
+        if running:
+            # Their exit releases the held namespace; until then its mount points keep the
+            # host folders busy and the removal below would fail half-way.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(*(proc.wait() for proc in running)), KILL_GRACE
+                )
         await self._launcher.stop()
         await asyncio.to_thread(remove_tree, self.layout.base)
         for cgroup in self._cgroups:
