@@ -18,6 +18,21 @@ local function record_body(ttl)
 end
 """
 
+
+def _claim(ttl_arg: int) -> str:
+    """The replay check, then the delivery claimed (the delivery key set to "pending" unless
+    it exists: a duplicate) and the body recorded, both kept ARGV[ttl_arg] seconds."""
+    return (
+        _REPLAY
+        + f"""
+if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[{ttl_arg}]) then
+  return {{'duplicate', redis.call('GET', KEYS[1]) or ''}}
+end
+record_body(ARGV[{ttl_arg}])
+"""
+    )
+
+
 _STALE_CHECK = """
 local function alive(job_id)
   return redis.call('EXISTS', ARGV[1] .. job_id, ARGV[2] .. job_id) > 0
@@ -28,13 +43,9 @@ end
 # ARGV: job prefix, in-progress prefix, delivery ttl, run ttl, run_id, job_id, job bytes,
 #       score ms, job expiry ms, waiting entry json, delivery_id, labeller, delivery_id
 RUN_SCRIPT = (
-    _REPLAY
+    _claim(3)
     + _STALE_CHECK
     + """
-if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[3]) then
-  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
-end
-record_body(ARGV[3])
 local current = redis.call('HGET', KEYS[2], 'job_id')
 if current then
   if alive(current) then
@@ -59,13 +70,9 @@ return {'queued', ARGV[6], ARGV[5]}
 # ARGV: job prefix, in-progress prefix, delivery ttl, cancel key prefix, reason, cancel ttl,
 #       now ms, delivery_id
 CANCEL_SCRIPT = (
-    _REPLAY
+    _claim(3)
     + _STALE_CHECK
     + """
-if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[3]) then
-  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
-end
-record_body(ARGV[3])
 local current = redis.call('HGET', KEYS[2], 'job_id')
 if not current or not alive(current) then
   redis.call('SET', KEYS[1], 'nothing_to_cancel', 'KEEPTTL')
@@ -83,12 +90,8 @@ return {'cancelled', current, run_id}
 # KEYS: delivery, job key, queue, body
 # ARGV: delivery ttl, job_id, job bytes, score ms, job expiry ms, result key, delivery_id
 JOB_SCRIPT = (
-    _REPLAY
+    _claim(1)
     + """
-if not redis.call('SET', KEYS[1], 'pending', 'NX', 'EX', ARGV[1]) then
-  return {'duplicate', redis.call('GET', KEYS[1]) or ''}
-end
-record_body(ARGV[1])
 if redis.call('EXISTS', KEYS[2], ARGV[6]) > 0 then
   redis.call('SET', KEYS[1], 'duplicate_job:' .. ARGV[2], 'KEEPTTL')
   return {'duplicate', 'duplicate_job:' .. ARGV[2]}
