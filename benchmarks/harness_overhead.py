@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from frognano.agent.loop import AgentLimits, AgentLoop
 from frognano.agent.model import ModelClient
-from frognano.agent.tools import TOOL_DEFINITIONS, TOOLS_JSON, ToolBox
+from frognano.agent.tools.box import ToolBox
+from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.trajectory import TrajectoryWriter
 from frognano.agent.turns import AssistantTurn, Conversation, ToolCall, ToolResult
 from frognano.sandbox import SandboxOptions

@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from frognano.sandbox import Sandbox, SandboxOptions
-from frognano.sandbox.k8s_pod import PodOptions
-from frognano.sandbox.kubernetes import KubernetesSandbox
+from frognano.sandbox.kubernetes.backend import KubernetesSandbox
+from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.sandbox.local import LocalSandbox
 from tests.kube.fake_kube import running_fake_kube
 

@@ -57,10 +57,10 @@ from frognano.run.plan import make_plan
 from frognano.run.testrun import purge_bytecode
 from frognano.run.trees import HostTree, build_tree, overlay
 from frognano.run.verification import Verification, verify
+from frognano.run.workspace import upload_excludes
 from frognano.sandbox import WORKSPACE, SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.local import LocalSandbox
-from frognano.workspace import upload_excludes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

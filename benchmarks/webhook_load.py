@@ -1,7 +1,7 @@
 """Throughput and latency of the webhook receiver, next to a bare FastAPI endpoint.
 
 Starts the receiver in a separate process (uvicorn, one process, configured exactly as
-`frognano serve` runs it: `frognano.cli_serve.run_server`), on loopback, with the real Redis,
+`frognano serve` runs it: `frognano.cli.serve.run_server`), on loopback, with the real Redis,
 and drives it from this process with signed `issues.labeled` deliveries, each with its own
 delivery id and issue (so each one is verified, parsed, routed and queued as a run), at a
 fixed concurrency over keep-alive connections (httpx.AsyncClient). Then does the same against
@@ -50,11 +50,11 @@ def serve(kind: str, port: int, redis_url: str, prefix: str, log_file: str) -> N
     from fastapi.responses import Response  # noqa: PLC0415
     from prometheus_client import CollectorRegistry  # noqa: PLC0415
 
-    from frognano.cli_serve import run_server  # noqa: PLC0415
+    from frognano.app.web import WEBHOOK_PATH, create_app  # noqa: PLC0415
+    from frognano.cli.serve import run_server  # noqa: PLC0415
     from frognano.log import configure_logging  # noqa: PLC0415
     from frognano.policy.store import PolicyStore  # noqa: PLC0415
     from frognano.settings import Settings  # noqa: PLC0415
-    from frognano.web import WEBHOOK_PATH, create_app  # noqa: PLC0415
 
     # As in production: one JSON log line per delivery (to a file here, not a pipe).
     configure_logging("json", "INFO", stream=open(log_file, "a", encoding="utf-8"))  # noqa: SIM115

@@ -20,7 +20,7 @@ ENV_VAR = "FNTEST_CHECKOV"
 # The only checks we do not pass, per object kind we produce, with the reason. Nothing else
 # is skipped; a new failure fails the tests until it is fixed or argued for here.
 SKIPS: dict[str, dict[str, str]] = {
-    # The sandbox pod frognano.sandbox.kubernetes creates (and the network probe pod).
+    # The sandbox pod frognano.sandbox.kubernetes.backend creates (and the network probe pod).
     "sandbox-pod": {
         "CKV_K8S_8": "no liveness probe: the container only runs `tini -- sleep infinity`; the "
         "backend's own exec calls are its liveness check and it deletes a pod that fails them",

@@ -22,7 +22,7 @@ import yaml
 from dockerfile_parse import DockerfileParser  # type: ignore[import-untyped]
 
 import frognano
-from frognano.sandbox.k8s_pod import SANDBOX_UID, PodOptions, sandbox_pod
+from frognano.sandbox.kubernetes.pod import SANDBOX_UID, PodOptions, sandbox_pod
 from frognano.sandbox.paths import HOME, TMP, WORKSPACE
 from frognano.settings import Settings
 from tests.chart.helm import extract_helm
@@ -531,7 +531,7 @@ def test_dockerignore_keeps_out_git_and_environments_but_not_what_the_build_copi
                     and "__pycache__" not in f.parts
                     and not any(p.endswith(".egg-info") for p in f.parts)
                 ]
-    assert "service/frognano/cli.py" in copied
+    assert "service/frognano/cli/app.py" in copied
     assert "pyproject.toml" in copied
     for path in copied:
         assert not _ignored(path, rules), f"the build copies {path}, but .dockerignore drops it"

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from frognano.agent.prompts import SYSTEM_PROMPT
-from frognano.agent.tools import TOOL_DEFINITIONS
-from frognano.model_check import (
+from frognano.agent.tools.schema import TOOL_DEFINITIONS
+from frognano.modelserver.check import (
     CHECK_PROMPT,
     Exchange,
     Item,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from frognano.pipeline import SolveJob, SolveOutcome, solve
 from frognano.policy.models import EffectivePolicy, VerifyPolicy
 from frognano.run.apply import AppliedFile
+from frognano.run.pipeline import SolveJob, SolveOutcome, solve
 from frognano.settings import Settings
 from tests.agent.scripted_server import ScriptedModelServer, Turn
 

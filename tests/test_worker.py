@@ -23,15 +23,15 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
+from frognano.app.intake import IntakeQueue
+from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
+from frognano.app.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.web import create_app
+from frognano.app.worker import WorkerDeps, make_worker, run_issue, status_marker
 from frognano.github.auth import GitHubApp
 from frognano.github.retry import RetryPolicy, Transport
 from frognano.policy.store import PolicyStore
-from frognano.queue import IntakeQueue
-from frognano.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.settings import Settings
-from frognano.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
-from frognano.web import create_app
-from frognano.worker import WorkerDeps, make_worker, run_issue, status_marker
 from tests.agent.scripted_server import ScriptedModelServer, Turn
 from tests.conftest import processes_with
 from tests.github.fake_github import FakeGitHub

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from frognano.errors import ConfigError
+from frognano.run.workspace import collect_patch, make_baseline, repo_name, upload_excludes
 from frognano.sandbox.local import LocalSandbox
-from frognano.workspace import collect_patch, make_baseline, repo_name, upload_excludes
 
 
 def git(repo: Path, *args: str) -> str:

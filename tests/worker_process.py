@@ -14,13 +14,13 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
+from frognano.app.intake import IntakeQueue
+from frognano.app.worker import WorkerDeps, make_worker
 from frognano.github.auth import GitHubApp
 from frognano.github.retry import Transport
 from frognano.log import configure_logging
 from frognano.policy.store import PolicyStore
-from frognano.queue import IntakeQueue
 from frognano.settings import Settings
-from frognano.worker import WorkerDeps, make_worker
 
 
 async def main() -> None:

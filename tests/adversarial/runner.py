@@ -124,7 +124,7 @@ def environment(
 
 
 _FORKS = multiprocessing.get_context("forkserver")
-_FORKS.set_forkserver_preload(["frognano.cli", "frognano.pipeline"])
+_FORKS.set_forkserver_preload(["frognano.cli.app", "frognano.run.pipeline"])
 
 
 def _solve(argv: list[str], env: dict[str, str], stdout: str, stderr: str) -> None:
@@ -136,7 +136,7 @@ def _solve(argv: list[str], env: dict[str, str], stdout: str, stderr: str) -> No
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
         os.close(target)
-    from frognano.cli import app
+    from frognano.cli.app import app
 
     sys.argv = ["frognano", *argv]
     app()  # exits with the command's status

@@ -51,7 +51,7 @@ MAX_MODEL_LEN = 131072
 
 
 # The five tool definitions of harness.md section 1.1, verbatim, for tests that must not depend
-# on frognano.agent.tools (another module's contract); sent as compact JSON bytes.
+# on frognano.agent.tools.schema (another module's contract); sent as compact JSON bytes.
 _EXAMPLE_TOOLS_TEXT = r"""
 [
  {"type":"function","function":{"name":"Read","description":"Read a text file from the local filesystem. file_path must be an absolute path. By default reads up to 2000 lines from the start of the file; pass offset and limit only for long files. Lines longer than 2000 characters are truncated. Output is in cat -n format with line numbers starting at 1. Directories cannot be read; use Bash ls.","parameters":{"type":"object","properties":{"file_path":{"type":"string","description":"Absolute path of the file to read"},"offset":{"type":"integer","description":"1-based line number to start reading from. Only provide if the file is too large to read at once"},"limit":{"type":"integer","description":"Number of lines to read. Only provide if the file is too large to read at once"}},"required":["file_path"],"additionalProperties":false}}},

@@ -13,7 +13,8 @@ import pytest
 from frognano.agent import prompts
 from frognano.agent.loop import AgentLimits, AgentLoop, AgentResult, StopReason
 from frognano.agent.model import ModelClient, RetryPolicy
-from frognano.agent.tools import TOOL_DEFINITIONS, TOOLS_JSON, ToolBox
+from frognano.agent.tools.box import ToolBox
+from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.trajectory import TrajectoryWriter, read_events
 from frognano.sandbox.local import LocalSandbox
 from tests.agent.chat_template import render

@@ -21,7 +21,7 @@ from frognano.agent.qwen3_coder import (
     parse_tool_calls,
     split_reasoning,
 )
-from frognano.agent.tools import TOOL_DEFINITIONS
+from frognano.agent.tools.schema import TOOL_DEFINITIONS
 from tests.agent.scripted_server import ScriptedModelServer, Turn
 from tests.conftest import STRICT
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from frognano.agent.tool_bash import (
+from frognano.agent.tools.bash import (
     EMPTY_OUTPUT,
     cap_output,
     clamp_timeout,
     clean_output,
     format_duration,
 )
-from frognano.agent.tools import ToolBox
+from frognano.agent.tools.box import ToolBox
 from frognano.agent.turns import ToolCall, ToolResult
 from frognano.sandbox.local import LocalSandbox
 

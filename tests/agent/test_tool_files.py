@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frognano.agent.tool_files import EMPTY_FILE, MODIFIED, NOT_READ, FileCache
-from frognano.agent.tools import ToolBox
+from frognano.agent.tools.box import ToolBox
+from frognano.agent.tools.files import EMPTY_FILE, MODIFIED, NOT_READ, FileCache
 from frognano.agent.turns import ToolCall, ToolResult
 from frognano.sandbox.local import LocalSandbox
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from frognano.agent.tool_common import ToolError
-from frognano.agent.tool_glob import TRUNCATED_NOTE, compile_glob, expand_braces
-from frognano.agent.tools import ToolBox
+from frognano.agent.tools.box import ToolBox
+from frognano.agent.tools.common import ToolError
+from frognano.agent.tools.glob import TRUNCATED_NOTE, compile_glob, expand_braces
 from frognano.agent.turns import ToolCall, ToolResult
 from frognano.sandbox.local import LocalSandbox
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from frognano.agent import tools
-from frognano.agent.tool_common import ToolError
-from frognano.agent.tools import (
+from frognano.agent.tools import schema
+from frognano.agent.tools.box import ToolBox
+from frognano.agent.tools.common import ToolError
+from frognano.agent.tools.schema import (
     TOOL_DEFINITIONS,
     TOOL_DEFINITIONS_TEXT,
     TOOL_NAMES,
     TOOLS_JSON,
-    ToolBox,
     validate,
 )
 from frognano.agent.turns import ToolCall, ToolResult, dumps
@@ -91,7 +91,7 @@ async def test_tools_json_never_changes(sandbox: LocalSandbox) -> None:
     await call(box, "Read", file_path="/workspace/missing")
     await call(box, "Bash", command="true", timeout="5000")
     await call(box, "Glob", pattern="*")
-    assert before == tools.TOOLS_JSON
+    assert before == schema.TOOLS_JSON
     assert dumps(TOOL_DEFINITIONS) == before
 
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import yaml
 
-from frognano.cli_model import DEFAULTS
+from frognano.cli.model import DEFAULTS
+from frognano.modelserver.sglang import LAUNCH_MODULE, SGLangOptions, launch_args
 from frognano.settings import Settings
-from frognano.sglang_args import LAUNCH_MODULE, SGLangOptions, launch_args
 from tests.chart import test_chart as chart
 from tests.chart.test_chart import CHART, Render
 

@@ -8,20 +8,16 @@ from typing import Any
 
 import pytest
 
-from frognano.github.auth import PUBLISH, GitHubApp
-from frognano.github.client import RepoClient
-from frognano.github.models import BODY_LIMIT, CHECK_TEXT_LIMIT, FileChange
-from frognano.policy.models import PublishPolicy
-from frognano.publish import Published, publish
-from frognano.queue_payloads import review_request
-from frognano.review import (
+from frognano.app.jobs import review_request
+from frognano.app.publish import Published, publish
+from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
     ReviewOrigin,
     parse_review_marker,
     review_gate,
 )
-from frognano.texts import (
+from frognano.app.texts import (
     BODY_BUDGET,
     CHECK_BUDGET,
     STAGES,
@@ -36,7 +32,11 @@ from frognano.texts import (
     status_marker,
     verification_check,
 )
-from frognano.triggers import ReviewGateCheck
+from frognano.app.triggers import ReviewGateCheck
+from frognano.github.auth import PUBLISH, GitHubApp
+from frognano.github.client import RepoClient
+from frognano.github.models import BODY_LIMIT, CHECK_TEXT_LIMIT, FileChange
+from frognano.policy.models import PublishPolicy
 from tests.github.app_env import *  # noqa: F403 (the fixtures)
 from tests.github.app_env import FILES, REPO, MakeClient, Sleeps, make_transport
 from tests.github.fake_github import FakeGitHub, HTTPError, _Request, _Response

@@ -9,13 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from frognano.github.auth import GitHubApp
-from frognano.github.client import RepoClient
-from frognano.github.errors import GitHubNotFound
-from frognano.github.models import FileChange, Review
-from frognano.github.retry import Transport
-from frognano.queue_payloads import review_request
-from frognano.review import (
+from frognano.app.jobs import review_request
+from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
     ReviewOrigin,
@@ -25,7 +20,12 @@ from frognano.review import (
     review_gate,
     review_marker,
 )
-from frognano.triggers import ReviewGateCheck
+from frognano.app.triggers import ReviewGateCheck
+from frognano.github.auth import GitHubApp
+from frognano.github.client import RepoClient
+from frognano.github.errors import GitHubNotFound
+from frognano.github.models import FileChange, Review
+from frognano.github.retry import Transport
 from tests.github.app_env import *  # noqa: F403 (the fixtures)
 from tests.github.app_env import REPO
 from tests.github.fake_github import FakeGitHub

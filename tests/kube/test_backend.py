@@ -16,10 +16,10 @@ import pytest
 
 from frognano.errors import SandboxError, SandboxStartError, SandboxUnavailable
 from frognano.sandbox import SandboxOptions, create_sandbox
-from frognano.sandbox.k8s_api import KubeApi, kube_configuration
-from frognano.sandbox.k8s_netcheck import check_pod_network
-from frognano.sandbox.k8s_pod import EXPIRES, RUN_ID, SELECTOR, PodOptions
-from frognano.sandbox.kubernetes import KubernetesSandbox
+from frognano.sandbox.kubernetes.api import KubeApi, kube_configuration
+from frognano.sandbox.kubernetes.backend import KubernetesSandbox
+from frognano.sandbox.kubernetes.netcheck import check_pod_network
+from frognano.sandbox.kubernetes.pod import EXPIRES, RUN_ID, SELECTOR, PodOptions
 from frognano.sandbox.netcheck import network_verdict
 from frognano.sandbox.reaper import reap_namespace
 from tests.kube.fake_kube import FakeKube, running_fake_kube

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from frognano.sandbox.k8s_pod import EXPIRES, SELECTOR
+from frognano.sandbox.kubernetes.pod import EXPIRES, SELECTOR
 from tests.kube.fake_kube import FakeKube, running_fake_kube
 
 pytestmark = pytest.mark.timeout(120)

@@ -21,7 +21,7 @@ from websocket import WebSocketConnectionClosedException, WebSocketException
 
 from frognano.errors import SandboxUnavailable
 from frognano.sandbox.isolation import choose_mechanism
-from frognano.sandbox.k8s_exec import ExecStream
+from frognano.sandbox.kubernetes.exec import ExecStream
 from tests.conftest import STRICT
 from tests.kube.fake_kube import FRAME, V4, V5, FakeKube, running_fake_kube
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from frognano.policy.models import EffectivePolicy
-from frognano.sandbox.k8s_pod import (
+from frognano.sandbox.kubernetes.pod import (
     EXPIRES,
     EXPIRY_MARGIN,
     RUN_ID,

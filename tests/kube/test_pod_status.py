@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from frognano.sandbox.k8s_pod import EXPIRES
-from frognano.sandbox.k8s_state import pod_state
+from frognano.sandbox.kubernetes.pod import EXPIRES
+from frognano.sandbox.kubernetes.state import pod_state
 from frognano.sandbox.netcheck import ProbeResult, cluster_probes, network_verdict
 from frognano.sandbox.reaper import MAX_AGE, reap_reason
 

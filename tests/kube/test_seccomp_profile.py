@@ -13,8 +13,8 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
 from frognano.errors import ConfigError
-from frognano.sandbox.k8s_pod import PodOptions, sandbox_pod
-from frognano.sandbox.k8s_seccomp import PTRACE_REQUESTS, localhost_profile
+from frognano.sandbox.kubernetes.pod import PodOptions, sandbox_pod
+from frognano.sandbox.kubernetes.seccomp import PTRACE_REQUESTS, localhost_profile
 from frognano.sandbox.local import LocalSandbox
 from frognano.sandbox.seccomp import DENIED
 from tests.conftest import STRICT

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from frognano.sandbox.kubernetes import _PIDS, KILL, WRAPPER
+from frognano.sandbox.kubernetes.backend import _PIDS, KILL, WRAPPER
 
 pytestmark = pytest.mark.timeout(60)
 

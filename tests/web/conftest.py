@@ -25,9 +25,9 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from frognano.app.web import create_app
 from frognano.policy.store import PolicyStore
 from frognano.settings import Settings
-from frognano.web import create_app
 
 # The machine's Redis (.ci/run starts one when none answers). Not FROGNANO_*: reserved.
 REDIS_URL = os.environ.get("FNTEST_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -18,7 +18,7 @@ from arq.worker import func
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from frognano.queue import (
+from frognano.app.intake import (
     DROP_TOKENS_JOB,
     REVIEW_JOB,
     RUN_JOB,
@@ -26,7 +26,7 @@ from frognano.queue import (
     deserialize,
     serialize,
 )
-from frognano.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
 from tests.web.conftest import REDIS_URL, Space, free_port
 
 
@@ -344,7 +344,7 @@ def test_the_serializer_is_json() -> None:
 
 
 async def test_submit_refuses_what_is_not_for_the_queue(space: Space) -> None:
-    from frognano.triggers import Ignored
+    from frognano.app.triggers import Ignored
 
     with pytest.raises(TypeError):
         await make_queue(space).submit(Ignored("x"))  # type: ignore[arg-type]

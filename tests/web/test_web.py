@@ -16,11 +16,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
+from frognano.app.intake import DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB
+from frognano.app.web import WEBHOOK_PATH, create_app
 from frognano.errors import ConfigError
 from frognano.policy.store import PolicyStore
-from frognano.queue import DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB
 from frognano.settings import Settings
-from frognano.web import WEBHOOK_PATH, create_app
 from tests.web.conftest import (
     POLICIES,
     SECRET,

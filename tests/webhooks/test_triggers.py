@@ -1,4 +1,4 @@
-"""Routing deliveries to decisions (frognano.triggers), on payloads with GitHub's shape."""
+"""Routing deliveries to decisions (frognano.app.triggers), on payloads with GitHub's shape."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from frognano.triggers import (
+from frognano.app.triggers import (
     CancelRequest,
     Decision,
     DropTokens,
@@ -18,7 +18,7 @@ from frognano.triggers import (
     RunRequest,
     decide,
 )
-from frognano.webhooks import Delivery, parse_delivery
+from frognano.app.webhooks import Delivery, parse_delivery
 
 from . import payloads as gh
 

@@ -1,4 +1,4 @@
-"""Signature checks and delivery parsing (frognano.webhooks)."""
+"""Signature checks and delivery parsing (frognano.app.webhooks)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ import jsonschema
 import pytest
 from starlette.datastructures import Headers
 
-from frognano.errors import ConfigError, FrogNanoError
-from frognano.webhooks import (
+from frognano.app.webhooks import (
     Delivery,
     MalformedDelivery,
     SignatureError,
@@ -30,6 +29,7 @@ from frognano.webhooks import (
     verify_request_signature,
     verify_signature,
 )
+from frognano.errors import ConfigError, FrogNanoError
 
 from . import payloads
 

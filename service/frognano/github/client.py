@@ -745,7 +745,7 @@ class RepoClient:
 
     async def set_check_run_external_id(self, check_run_id: int, external_id: str) -> None:
         """Set the `external_id` of one of the app's check runs (e.g. the review marker on
-        `FrogNano / verification`; see `frognano.review.review_marker`)."""
+        `FrogNano / verification`; see `frognano.app.review.review_marker`)."""
         await self._request(
             "PATCH",
             f"/check-runs/{check_run_id}",

@@ -22,8 +22,8 @@ from frognano.run.outcomes import Role, TestRun
 from frognano.run.plan import Plan
 from frognano.run.testrun import run_tests
 from frognano.run.trees import HostTree, Overlay, build_tree
+from frognano.run.workspace import run_setup
 from frognano.sandbox.base import Sandbox
-from frognano.workspace import run_setup
 
 log = get_logger(__name__)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from frognano.sandbox.k8s_pod import PodOptions
+from frognano.sandbox.kubernetes.pod import PodOptions
 
 if TYPE_CHECKING:
     from frognano.settings import Settings

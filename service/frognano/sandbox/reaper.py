@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from frognano.log import get_logger
-from frognano.sandbox.k8s_api import KubeApi, KubeApiError, kube_api
-from frognano.sandbox.k8s_pod import ATTEMPT, EXPIRES, RUN_ID, SELECTOR, label_value
+from frognano.sandbox.kubernetes.api import KubeApi, KubeApiError, kube_api
+from frognano.sandbox.kubernetes.pod import ATTEMPT, EXPIRES, RUN_ID, SELECTOR, label_value
 
 log = get_logger(__name__)
 

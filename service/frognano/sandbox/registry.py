@@ -13,7 +13,7 @@ from frognano.sandbox.options import SandboxOptions
 # name -> "module:Class"; each class offers `async create(options) -> Sandbox`.
 BACKENDS: dict[str, str] = {
     "local": "frognano.sandbox.local:LocalSandbox",
-    "kubernetes": "frognano.sandbox.kubernetes:KubernetesSandbox",
+    "kubernetes": "frognano.sandbox.kubernetes.backend:KubernetesSandbox",
 }
 
 

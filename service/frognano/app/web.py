@@ -46,14 +46,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.requests import ClientDisconnect
 
-from frognano.errors import ConfigError
-from frognano.log import get_logger
-from frognano.policy.merge import PolicySet
-from frognano.policy.models import EffectivePolicy
-from frognano.policy.store import PolicyStore
-from frognano.queue import DEFAULT_KEY_PREFIX, IntakeQueue, Submission
-from frognano.settings import Settings
-from frognano.triggers import (
+from frognano.app.intake import DEFAULT_KEY_PREFIX, IntakeQueue, Submission
+from frognano.app.triggers import (
     CancelRequest,
     Decision,
     DropTokens,
@@ -62,9 +56,9 @@ from frognano.triggers import (
     RunRequest,
     decide,
 )
-from frognano.web_body import BodyTooLarge, BodyTooSlow, read_body
-from frognano.web_metrics import WebMetrics
-from frognano.webhooks import (
+from frognano.app.web_body import BodyTooLarge, BodyTooSlow, read_body
+from frognano.app.web_metrics import WebMetrics
+from frognano.app.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
     Delivery,
@@ -73,6 +67,12 @@ from frognano.webhooks import (
     parse_delivery,
     verify_request_signature,
 )
+from frognano.errors import ConfigError
+from frognano.log import get_logger
+from frognano.policy.merge import PolicySet
+from frognano.policy.models import EffectivePolicy
+from frognano.policy.store import PolicyStore
+from frognano.settings import Settings
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "WEBHOOK_PATH", "create_app"]
 

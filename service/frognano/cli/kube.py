@@ -9,13 +9,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from frognano.cli_common import console as _console
-from frognano.cli_common import fail as _fail
-from frognano.cli_common import root_settings as _settings
-from frognano.cli_common import run as _run
+from frognano.cli.common import console as _console
+from frognano.cli.common import fail as _fail
+from frognano.cli.common import root_settings as _settings
+from frognano.cli.common import run as _run
 from frognano.policy.loader import load_policies
 from frognano.sandbox import SandboxOptions
-from frognano.sandbox.k8s_pod import PodOptions, pod_options
+from frognano.sandbox.kubernetes.pod import PodOptions, pod_options
 from frognano.sandbox.netcheck import ProbeResult
 from frognano.settings import Settings
 
@@ -31,7 +31,7 @@ def default_pod(settings: Settings) -> PodOptions:
 async def probe_pod_network(settings: Settings) -> list[ProbeResult]:
     # Imported here: the kubernetes client takes a third of a second to import, which every
     # other command would pay.
-    from frognano.sandbox.k8s_netcheck import check_pod_network  # noqa: PLC0415
+    from frognano.sandbox.kubernetes.netcheck import check_pod_network  # noqa: PLC0415
 
     options = SandboxOptions.from_settings(settings, pod=default_pod(settings))
     return await check_pod_network(options)
@@ -97,7 +97,7 @@ def seccomp_profile_command(
     (FROGNANO_K8S_SECCOMP_PROFILE), e.g. profiles/frognano-sandbox.json.
     """
     from frognano.errors import ConfigError  # noqa: PLC0415
-    from frognano.sandbox.k8s_seccomp import write_profile  # noqa: PLC0415
+    from frognano.sandbox.kubernetes.seccomp import write_profile  # noqa: PLC0415
 
     try:
         profile = write_profile(base, out)

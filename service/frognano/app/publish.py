@@ -7,17 +7,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from frognano.github.client import RepoClient
-from frognano.github.models import FileChange, PullInfo
-from frognano.log import get_logger
-from frognano.policy.models import PublishPolicy
-from frognano.review import (
+from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
     evaluate,
     review_marker,
 )
-from frognano.texts import (
+from frognano.app.texts import (
     co_author_trailer,
     commit_message,
     pull_request_body,
@@ -26,6 +22,10 @@ from frognano.texts import (
     status_marker,
     verification_check,
 )
+from frognano.github.client import RepoClient
+from frognano.github.models import FileChange, PullInfo
+from frognano.log import get_logger
+from frognano.policy.models import PublishPolicy
 
 __all__ = ["Published", "branch_name", "publish", "status_comment", "status_marker"]
 

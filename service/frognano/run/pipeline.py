@@ -14,28 +14,29 @@ from typing import Any
 from frognano import __version__
 from frognano.agent.loop import AgentLimits, AgentLoop, AgentResult, ChatModel, Progress, StopReason
 from frognano.agent.model import ModelClient, SamplingConfig
-from frognano.agent.tools import TOOL_DEFINITIONS, TOOLS_JSON, ToolBox
+from frognano.agent.tools.box import ToolBox
+from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.trajectory import TrajectoryWriter
 from frognano.errors import ConfigError, FrogNanoError, ModelError, SandboxUnavailable
 from frognano.log import get_logger
 from frognano.policy.diff import parse_diff
 from frognano.policy.gate import Finding, blocked
 from frognano.policy.models import AgentPolicy, EffectivePolicy, quantity_bytes
-from frognano.reports import build_report, write_reports
 from frognano.run.apply import AppliedFile, apply_diff
 from frognano.run.baselines import BaselineCache
 from frognano.run.collector import COLLECTOR_MODULE, collector_source
 from frognano.run.gatecheck import check_patch
 from frognano.run.outcomes import Role
 from frognano.run.plan import Plan, make_plan
+from frognano.run.reports import build_report, write_reports
+from frognano.run.runid import new_run_id
 from frognano.run.trees import HostTree
 from frognano.run.verification import Verification, verify
-from frognano.runid import new_run_id
+from frognano.run.workspace import Patch, collect_patch, prepare, upload_excludes
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
-from frognano.sandbox.k8s_pod import PodOptions, pod_options
+from frognano.sandbox.kubernetes.pod import PodOptions, pod_options
 from frognano.settings import Settings
-from frognano.workspace import Patch, collect_patch, prepare, upload_excludes
 
 log = get_logger(__name__)
 

@@ -7,7 +7,7 @@ import posixpath
 import re
 import shlex
 
-from frognano.agent.tool_common import ToolError, resolve_path
+from frognano.agent.tools.common import ToolError, resolve_path
 from frognano.sandbox.base import Sandbox
 
 MAX_RESULTS = 100

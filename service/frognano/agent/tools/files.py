@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from frognano.agent.tool_common import (
+from frognano.agent.tools.common import (
     ToolError,
     cat_n,
     missing_file,

@@ -7,15 +7,15 @@ from typing import Annotated
 import typer
 
 from frognano import __version__
-from frognano.cli_common import console as _console
-from frognano.cli_common import fail as _fail
-from frognano.cli_model import model_app
-from frognano.cli_policy import policy_app
-from frognano.cli_sandbox import sandbox_app
-from frognano.cli_serve import serve_command
-from frognano.cli_solve import solve_command
-from frognano.cli_trajectory import trajectory_app
-from frognano.cli_worker import worker_command
+from frognano.cli.common import console as _console
+from frognano.cli.common import fail as _fail
+from frognano.cli.model import model_app
+from frognano.cli.policy import policy_app
+from frognano.cli.sandbox import sandbox_app
+from frognano.cli.serve import serve_command
+from frognano.cli.solve import solve_command
+from frognano.cli.trajectory import trajectory_app
+from frognano.cli.worker import worker_command
 from frognano.errors import ConfigError
 from frognano.log import configure_logging
 from frognano.settings import load_settings

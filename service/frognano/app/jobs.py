@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from frognano.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
+from frognano.app.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
 
 Status = Literal["queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"]
 Submittable = RunRequest | CancelRequest | ReviewGateCheck | DropTokens

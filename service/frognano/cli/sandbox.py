@@ -11,12 +11,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from frognano.cli_common import console as _console
-from frognano.cli_common import fail as _fail
-from frognano.cli_common import root_settings as _settings
-from frognano.cli_common import run as _run
-from frognano.cli_kube import default_pod, probe_pod_network, reap_command, seccomp_profile_command
-from frognano.cli_options import PythonEnvOption, RepoVenvOption, SandboxChoice
+from frognano.cli.common import console as _console
+from frognano.cli.common import fail as _fail
+from frognano.cli.common import root_settings as _settings
+from frognano.cli.common import run as _run
+from frognano.cli.kube import default_pod, probe_pod_network, reap_command, seccomp_profile_command
+from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
 from frognano.sandbox import SandboxOptions, create_sandbox
 from frognano.sandbox.netcheck import (
     DEFAULT_PROBES,

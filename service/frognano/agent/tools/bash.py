@@ -6,7 +6,7 @@ import re
 import secrets
 import shlex
 
-from frognano.agent.tool_common import ToolError
+from frognano.agent.tools.common import ToolError
 from frognano.log import get_logger
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.paths import WORKSPACE

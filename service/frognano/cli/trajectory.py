@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from frognano.agent.trajectory import read_events, render
-from frognano.cli_common import console as _console
-from frognano.cli_common import fail as _fail
-from frognano.cli_solve import solve_command
+from frognano.cli.common import console as _console
+from frognano.cli.common import fail as _fail
+from frognano.cli.solve import solve_command
 
 trajectory_app = typer.Typer(help="Read the trajectories that runs record.", no_args_is_help=True)
 

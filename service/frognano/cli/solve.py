@@ -9,21 +9,21 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from frognano.cli_common import console as _console
-from frognano.cli_common import fail as _fail
-from frognano.cli_common import root_settings as _settings
-from frognano.cli_common import run as _run
-from frognano.cli_options import PythonEnvOption, RepoVenvOption, SandboxChoice
+from frognano.cli.common import console as _console
+from frognano.cli.common import fail as _fail
+from frognano.cli.common import root_settings as _settings
+from frognano.cli.common import run as _run
+from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
 from frognano.errors import ConfigError
 from frognano.policy.loader import load_policies
 from frognano.policy.models import EffectivePolicy
+from frognano.run.workspace import repo_name
 from frognano.sandbox.registry import check_backend
 from frognano.settings import Settings
-from frognano.workspace import repo_name
 
 if TYPE_CHECKING:
-    from frognano.pipeline import SolveOutcome
     from frognano.run.baselines import BaselineCache
+    from frognano.run.pipeline import SolveOutcome
 
 
 def _with_model(settings: Settings, url: str | None, name: str | None) -> Settings:
@@ -178,9 +178,9 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     # Imported here: the model client's dependencies take a second to import, which every
     # other command would pay for nothing.
     from frognano.agent.replay import ReplayModel  # noqa: PLC0415
-    from frognano.pipeline import SolveJob, solve  # noqa: PLC0415
-    from frognano.progress import LiveProgress  # noqa: PLC0415
-    from frognano.runid import new_run_id  # noqa: PLC0415
+    from frognano.cli.progress import LiveProgress  # noqa: PLC0415
+    from frognano.run.pipeline import SolveJob, solve  # noqa: PLC0415
+    from frognano.run.runid import new_run_id  # noqa: PLC0415
 
     settings = _settings(ctx)
     settings = _with_model(settings, model_url, model)

@@ -71,7 +71,14 @@ from arq.constants import (
 from arq.jobs import serialize_job
 from redis.asyncio import Redis
 
-from frognano.queue_payloads import (
+from frognano.app.intake_scripts import (
+    CANCEL_SCRIPT,
+    FINISH_SCRIPT,
+    JOB_SCRIPT,
+    RUN_SCRIPT,
+    TAKE_WAITING_SCRIPT,
+)
+from frognano.app.jobs import (
     Submission,
     Submittable,
     Waiting,
@@ -82,15 +89,8 @@ from frognano.queue_payloads import (
     text,
     waiting_events,
 )
-from frognano.queue_scripts import (
-    CANCEL_SCRIPT,
-    FINISH_SCRIPT,
-    JOB_SCRIPT,
-    RUN_SCRIPT,
-    TAKE_WAITING_SCRIPT,
-)
-from frognano.runid import new_run_id
-from frognano.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
+from frognano.app.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
+from frognano.run.runid import new_run_id
 
 __all__ = [
     "DEFAULT_KEY_PREFIX",

@@ -25,16 +25,16 @@ from frognano.errors import (
 )
 from frognano.log import get_logger
 from frognano.sandbox.base import RawResult, SandboxBase
-from frognano.sandbox.k8s_api import KubeApi, KubeApiError, connect
-from frognano.sandbox.k8s_exec import (
+from frognano.sandbox.kubernetes.api import KubeApi, KubeApiError, connect
+from frognano.sandbox.kubernetes.exec import (
     ExecOutcome,
     ExecRefused,
     Stdin,
     open_stream,
     run_stream,
 )
-from frognano.sandbox.k8s_pod import CONTAINER, PodOptions, sandbox_pod
-from frognano.sandbox.k8s_state import pod_state
+from frognano.sandbox.kubernetes.pod import CONTAINER, PodOptions, sandbox_pod
+from frognano.sandbox.kubernetes.state import pod_state
 from frognano.sandbox.options import SandboxLimits, SandboxOptions
 
 log = get_logger(__name__)

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from frognano import __version__
 
 if TYPE_CHECKING:
-    from frognano.pipeline import RunState
     from frognano.run.outcomes import TestRun
+    from frognano.run.pipeline import RunState
     from frognano.run.verification import Verification
 
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from frognano.webhooks import Delivery
+from frognano.app.webhooks import Delivery
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from frognano.review import HUMAN_REVIEW_CHECK
+from frognano.app.review import HUMAN_REVIEW_CHECK
 
 __all__ = [
     "BODY_BUDGET",

@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from frognano.cli_common import fail as _fail
-from frognano.cli_common import root_settings as _settings
-from frognano.cli_common import run as _run
+from frognano.cli.common import fail as _fail
+from frognano.cli.common import root_settings as _settings
+from frognano.cli.common import run as _run
 from frognano.settings import Settings
 
 
@@ -39,11 +39,11 @@ def worker_command(
     # Imported here: the worker's dependencies are heavy, and cli.py imports this module.
     from redis.asyncio import Redis  # noqa: PLC0415
 
+    from frognano.app.intake import IntakeQueue  # noqa: PLC0415
+    from frognano.app.worker import WorkerDeps, make_worker  # noqa: PLC0415
     from frognano.errors import ConfigError  # noqa: PLC0415
     from frognano.github.auth import GitHubApp  # noqa: PLC0415
     from frognano.policy.store import PolicyStore  # noqa: PLC0415
-    from frognano.queue import IntakeQueue  # noqa: PLC0415
-    from frognano.worker import WorkerDeps, make_worker  # noqa: PLC0415
 
     settings = _settings(ctx)
     if metrics_port is not None:
@@ -80,7 +80,7 @@ def worker_command(
 
 async def _require_isolated_sandboxes(settings: Settings) -> None:
     """The start-up network check of the Kubernetes sandbox namespace (docs/deploy.md)."""
-    from frognano.cli_kube import probe_pod_network  # noqa: PLC0415
+    from frognano.cli.kube import probe_pod_network  # noqa: PLC0415
     from frognano.errors import FrogNanoError  # noqa: PLC0415
     from frognano.log import get_logger  # noqa: PLC0415
     from frognano.sandbox.netcheck import network_verdict  # noqa: PLC0415

@@ -13,11 +13,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from frognano.cli_common import console as _console
-from frognano.cli_common import fail as _fail
-from frognano.cli_common import root_settings as _settings
-from frognano.cli_common import run as _run
-from frognano.sglang_args import SGLangOptions, conflicting_flags, launch_command
+from frognano.cli.common import console as _console
+from frognano.cli.common import fail as _fail
+from frognano.cli.common import root_settings as _settings
+from frognano.cli.common import run as _run
+from frognano.modelserver.sglang import SGLangOptions, conflicting_flags, launch_command
 
 __all__ = ["model_app"]
 
@@ -184,7 +184,7 @@ def check_command(
     from rich.text import Text  # noqa: PLC0415
 
     # Imported here: the openai client and the agent's modules take a second to import.
-    from frognano.model_check import (  # noqa: PLC0415
+    from frognano.modelserver.check import (  # noqa: PLC0415
         Status,
         Target,
         check_server,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from frognano.sandbox.k8s_pod import PodOptions
-from frognano.sandbox.kubernetes import KubernetesSandbox
+from frognano.sandbox.kubernetes.backend import KubernetesSandbox
+from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.sandbox.netcheck import ProbeResult, check_network, cluster_probes
 from frognano.sandbox.options import SandboxOptions
 

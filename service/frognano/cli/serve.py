@@ -16,9 +16,9 @@ import typer
 import uvicorn
 from fastapi import FastAPI
 
-from frognano.cli_common import fail as _fail
-from frognano.cli_common import root_settings as _settings
-from frognano.web_limits import ServerLimits, deadline_protocol
+from frognano.app.web_limits import ServerLimits, deadline_protocol
+from frognano.cli.common import fail as _fail
+from frognano.cli.common import root_settings as _settings
 
 __all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "run_server", "serve_command"]
 
@@ -85,9 +85,9 @@ def serve_command(
         ProcessCollector,
     )
 
+    from frognano.app.web import create_app  # noqa: PLC0415
     from frognano.errors import ConfigError  # noqa: PLC0415
     from frognano.policy.store import PolicyStore  # noqa: PLC0415
-    from frognano.web import create_app  # noqa: PLC0415
 
     settings = _settings(ctx)
     registry = CollectorRegistry()

@@ -18,15 +18,7 @@ from arq.worker import Function, Retry, Worker, func
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
 from frognano.agent.loop import Progress
-from frognano.errors import FrogNanoError, SandboxBusy
-from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
-from frognano.github.client import RepoClient
-from frognano.github.models import FileChange
-from frognano.log import bound_contextvars, get_logger
-from frognano.pipeline import SolveJob, SolveOutcome, solve
-from frognano.policy.store import PolicyStore
-from frognano.publish import publish, status_comment
-from frognano.queue import (
+from frognano.app.intake import (
     DEFAULT_KEY_PREFIX,
     DROP_TOKENS_JOB,
     REVIEW_JOB,
@@ -36,9 +28,17 @@ from frognano.queue import (
     deserialize,
     serialize,
 )
-from frognano.review import review_gate
+from frognano.app.publish import publish, status_comment
+from frognano.app.review import review_gate
+from frognano.errors import FrogNanoError, SandboxBusy
+from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
+from frognano.github.client import RepoClient
+from frognano.github.models import FileChange
+from frognano.log import bound_contextvars, get_logger
+from frognano.policy.store import PolicyStore
 from frognano.run.baselines import RedisCache
-from frognano.sandbox.k8s_pod import ATTEMPT
+from frognano.run.pipeline import SolveJob, SolveOutcome, solve
+from frognano.sandbox.kubernetes.pod import ATTEMPT
 from frognano.sandbox.reaper import delete_attempt_pods, reap_namespace
 from frognano.settings import Settings
 

@@ -1,0 +1,1 @@
+"""The GitHub App: webhook intake, the Redis queue, the worker's jobs and publication."""

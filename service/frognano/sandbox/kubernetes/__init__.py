@@ -1,0 +1,1 @@
+"""The Kubernetes sandbox: one pod per sandbox, exec over the API, and its checks."""
