@@ -44,7 +44,7 @@ from frognano.agent.trajectory import TrajectoryWriter
 from frognano.agent.turns import AssistantTurn, Conversation, ToolCall, ToolResult
 from frognano.sandbox import SandboxOptions
 from frognano.sandbox.local import LocalSandbox
-from tests.agent.scripted_server import ScriptedModelServer, Turn
+from tests.fakes.model_server import ScriptedModelServer, Turn
 
 WORKSPACE = "/workspace"
 

@@ -1,7 +1,7 @@
 """Median cost the Kubernetes backend adds per command, against the same local sandbox.
 
 There is no cluster here, so the pod is the test suite's fake API server
-(tests/kube/fake_kube.py), which runs each exec in a local sandbox. Both paths end in the same
+(tests/fakes/kube.py), which runs each exec in a local sandbox. Both paths end in the same
 kind of sandbox; the difference is what the backend adds: the WebSocket exec stream through
 the real `kubernetes` client, the in-pod wrapper, a thread per stream. A real API server and
 kubelet add their own hops on top. Run from the repository root:
@@ -26,7 +26,7 @@ from frognano.sandbox import Sandbox, SandboxOptions
 from frognano.sandbox.kubernetes.backend import KubernetesSandbox
 from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.sandbox.local import LocalSandbox
-from tests.kube.fake_kube import running_fake_kube
+from tests.fakes.kube import running_fake_kube
 
 
 async def timed(action: Callable[[], Awaitable[object]]) -> float:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.agent.scripted_server import ScriptedModelServer, Turn
+from tests.fakes.model_server import ScriptedModelServer, Turn
 
 FAST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1"
 """Before every test command: the plugins of FrogNano's own environment (which the sandbox

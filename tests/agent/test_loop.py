@@ -18,7 +18,7 @@ from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.trajectory import TrajectoryWriter, read_events
 from frognano.sandbox.local import LocalSandbox
 from tests.agent.chat_template import render
-from tests.agent.scripted_server import ScriptedModelServer, Turn
+from tests.fakes.model_server import ScriptedModelServer, Turn
 
 CALC = b"def mean(xs):\n    return sum(xs) / len(xs)\n"
 TEST = b"import pytest\nfrom calc import mean\n\ndef test_empty():\n    with pytest.raises(ValueError):\n        mean([])\n"  # noqa: E501

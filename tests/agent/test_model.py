@@ -15,7 +15,7 @@ from frognano.agent.model import ModelClient, RetryPolicy, SamplingConfig, echo_
 from frognano.agent.turns import AssistantTurn, Conversation
 from frognano.errors import ContextOverflow, ModelResponseError, ModelUnavailable
 from tests.agent.chat_template import GENERATION_PROMPT, last_assistant_turn, render
-from tests.agent.scripted_server import (
+from tests.fakes.model_server import (
     _EXAMPLE_TOOLS_TEXT,
     EXAMPLE_TOOLS,
     EXAMPLE_TOOLS_JSON,

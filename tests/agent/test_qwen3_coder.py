@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from frognano.agent.qwen3_coder import parse_tool_calls, split_reasoning
-from tests.agent.scripted_server import EXAMPLE_TOOLS, call_xml
+from tests.fakes.model_server import EXAMPLE_TOOLS, call_xml
 
 # Extra schema types the five tools do not use.
 TYPED_TOOL: dict[str, Any] = {

@@ -22,8 +22,8 @@ from frognano.agent.qwen3_coder import (
     split_reasoning,
 )
 from frognano.agent.tools.schema import TOOL_DEFINITIONS
-from tests.agent.scripted_server import ScriptedModelServer, Turn
 from tests.conftest import STRICT
+from tests.fakes.model_server import ScriptedModelServer, Turn
 
 ENV_VAR = "FNTEST_SGLANG_PYTHON"
 REFERENCE = Path(__file__).with_name("sglang_reference.py")

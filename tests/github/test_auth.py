@@ -13,14 +13,14 @@ from frognano.github.client import RepoClient
 from frognano.github.errors import GitHubForbidden, GitHubNotFound, GitHubRequestError
 from frognano.github.retry import Transport
 from frognano.settings import Settings
-from tests.github.app_env import *  # noqa: F403 (the fixtures)
-from tests.github.app_env import (
+from tests.fakes.app_env import *  # noqa: F403 (the fixtures)
+from tests.fakes.app_env import (
     REPO,
     MakeClient,
     Sleeps,
     make_transport,
 )
-from tests.github.fake_github import FakeGitHub
+from tests.fakes.github import FakeGitHub
 
 
 def test_missing_app_settings_name_the_variables() -> None:

@@ -17,15 +17,15 @@ from frognano.github.client import RepoClient
 from frognano.github.errors import BranchConflict, GitHubUnavailable
 from frognano.github.models import BODY_LIMIT, FileChange
 from frognano.github.retry import Transport
-from tests.github.app_env import *  # noqa: F403 (the fixtures)
-from tests.github.app_env import (
+from tests.fakes.app_env import *  # noqa: F403 (the fixtures)
+from tests.fakes.app_env import (
     FILES,
     REPO,
     MakeClient,
     Sleeps,
     make_transport,
 )
-from tests.github.fake_github import FakeGitHub
+from tests.fakes.github import FakeGitHub
 
 MARKER = "<!-- frognano:status:run-1 -->"
 BRANCH = "frognano/issue-1"

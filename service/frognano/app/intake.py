@@ -30,7 +30,7 @@ Redis keys (`P` is `key_prefix`, default `frognano:`):
 and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
 (PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
 job id to `arq:abort`, which is what `Job.abort()` does for a job that is not deferred (the
-worker needs `allow_abort_jobs=True`). tests/web/test_queue.py runs a real arq Worker on
+worker needs `allow_abort_jobs=True`). tests/app/web/test_intake.py runs a real arq Worker on
 what this module writes.
 
 A run key whose arq job no longer exists (neither `arq:job:` nor `arq:in-progress:`) is

@@ -1,0 +1,394 @@
+"""The worker end to end: a queued run against the fake GitHub, real Redis, a scripted model
+and the local sandbox, then the human-review gate."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import sys
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
+from redis.asyncio import Redis
+
+from frognano.app.intake import IntakeQueue
+from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
+from frognano.app.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.web import create_app
+from frognano.app.worker import WorkerDeps, make_worker, run_issue, status_marker
+from frognano.github.auth import GitHubApp
+from frognano.github.retry import RetryPolicy, Transport
+from frognano.policy.store import PolicyStore
+from frognano.settings import Settings
+from tests.app.web.conftest import REDIS_URL, serving
+from tests.app.webhooks import payloads
+from tests.conftest import processes_with
+from tests.fakes.github import FakeGitHub
+from tests.fakes.model_server import ScriptedModelServer, Turn
+
+REPO = "acme/calc"
+CALC = b"def mean(xs):\n    return sum(xs) / len(xs)\n"
+TESTS = (
+    b"import pytest\n\nfrom calc import mean\n\n\n"
+    b"def test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
+    b"def test_empty():\n    with pytest.raises(ValueError):\n        mean([])\n"
+)
+FILES = {"calc.py": CALC, "tests/test_calc.py": TESTS,
+         "pytest.ini": b"[pytest]\naddopts = -p no:cacheprovider\n"}  # fmt: skip
+GUARD = "    if not xs:\n        raise ValueError('mean() of an empty list')\n"
+FIX = [
+    Turn(calls=[("Read", {"file_path": "/workspace/calc.py"})]),
+    Turn(calls=[("Edit", {"file_path": "/workspace/calc.py", "old_string": "    return sum",
+                          "new_string": GUARD + "    return sum"})]),
+    Turn(content="mean([]) now raises ValueError."),
+]  # fmt: skip
+
+
+@dataclass
+class World:
+    fake: FakeGitHub
+    deps: WorkerDeps
+    redis: Redis
+    queue_name: str
+    repo_id: int
+    job_ids: list[str]
+
+    async def submit(self, decision: RunRequest | ReviewGateCheck | CancelRequest) -> str:
+        submission = await self.deps.queue.submit(decision)
+        if submission.job_id:
+            self.job_ids.append(submission.job_id)
+        return submission.status
+
+    def request(self, labeller: str = "alice") -> RunRequest:
+        issue = IssueRef(installation_id=100, repo=REPO, repo_id=self.repo_id, number=7)
+        return RunRequest(issue, f"d-{uuid.uuid4()}", labeller, "frognano", "mean([]) crashes",
+                          "It should raise ValueError.")  # fmt: skip
+
+    async def work(self) -> None:
+        worker = make_worker(self.deps, queue_name=self.queue_name, burst=True, poll_delay=0.05)
+        try:
+            await worker.main()
+        finally:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
+                await worker.close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        server.add_repo(REPO, files=FILES, installation_id=100)
+        for login, permission in (("alice", "write"), ("bob", "write"), ("eve", "read")):
+            server.add_collaborator(REPO, login, permission)
+        server.add_issue(REPO, 7, "mean([]) crashes", "It should raise ValueError.")
+        yield server
+        assert server.validation_errors == []
+        server.assert_clean()
+
+
+@pytest.fixture
+async def world(fake: FakeGitHub, tmp_path: Path) -> AsyncIterator[World]:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "default.yaml").write_text("version: 1\n")
+    redis = Redis.from_url(REDIS_URL)
+    prefix = f"fntest-{uuid.uuid4().hex[:8]}:"
+    settings = Settings(
+        webhook_secret=SecretStr("s"),
+        redis_url=REDIS_URL,
+        github_app_id=fake.app_id,
+        github_private_key=SecretStr(fake.app_private_key.decode()),
+        github_api_url=fake.base_url,
+        policy_dir=policies,
+        trajectory_dir=tmp_path / "trajectories",
+    )
+    transport = Transport(
+        base_url=fake.base_url, seconds_between_requests=0, seconds_between_writes=0, timeout=10,
+        retry=RetryPolicy(attempts=3, initial_delay=0.01, budget_seconds=10),
+    )  # fmt: skip
+    app = GitHubApp(fake.app_id, fake.app_private_key.decode(), transport=transport)
+    queue_name = f"{prefix}queue"
+    queue = IntakeQueue(redis, key_prefix=prefix, queue_name=queue_name)
+    store = PolicyStore(policies, registry=CollectorRegistry())
+    deps = WorkerDeps(
+        settings=settings, app=app, policies=store, queue=queue, registry=CollectorRegistry()
+    )
+    world = World(fake, deps, redis, queue_name, int(fake.repo(REPO).id), [])
+    try:
+        yield world
+    finally:
+        app.close()
+        keys = [key async for key in redis.scan_iter(match=f"{prefix}*")]
+        for job_id in world.job_ids:
+            keys += [f"arq:{kind}:{job_id}" for kind in ("job", "result", "in-progress", "retry")]
+        if keys:
+            await redis.delete(*keys)
+        await redis.aclose()
+
+
+def checks(fake: FakeGitHub, sha: str) -> dict[str, dict[str, Any]]:
+    runs = fake.repo(REPO).check_runs.values()
+    return {run["name"]: run for run in runs if run["head_sha"] == sha}
+
+
+async def test_a_labelled_issue_becomes_a_draft_pr_a_human_must_approve(world: World) -> None:
+    fake = world.fake
+    with ScriptedModelServer(FIX) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request()) == "queued"
+        assert await world.submit(world.request(labeller="bob")) == "already_running"
+        await world.work()
+    repo = fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    pull = next(iter(repo.pulls.values()))
+    assert pull["draft"] is True
+    assert pull["head"] == "frognano/issue-7"
+    number = int(pull["number"])
+    assert "Refs #7" in repo.issues[number]["body"]
+    head = repo.branch_sha("frognano/issue-7")
+    assert head is not None
+    assert fake.file_at(REPO, head, "calc.py") == (CALC[:14].decode() + GUARD).encode() + CALC[14:]
+    found = checks(fake, head)
+    assert found[VERIFICATION_CHECK]["conclusion"] == "success"
+    assert found[HUMAN_REVIEW_CHECK]["conclusion"] == "action_required"
+    comments = repo.comments(7)
+    assert len(comments) == 1
+    assert comments[0]["body"].startswith(status_marker(7))
+    assert f"/pull/{number}" in comments[0]["body"]
+    assert "`bob` added the `frognano` label again" in comments[0]["body"]
+
+    # The labeller's own approval does not count; another writer's does.
+    for reviewer, expected in (("alice", "action_required"), ("bob", "success")):
+        fake.submit_review(REPO, number, user=reviewer, state="APPROVED", commit_id=head)
+        check = ReviewGateCheck(100, REPO, world.repo_id, number, head, f"r-{uuid.uuid4()}")
+        assert await world.submit(check) == "queued"
+        await world.work()
+        assert checks(fake, head)[HUMAN_REVIEW_CHECK]["conclusion"] == expected
+
+
+async def test_an_unauthorised_labeller_gets_no_run_and_no_comment(world: World) -> None:
+    with ScriptedModelServer([]) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request(labeller="eve")) == "queued"
+        await world.work()
+        assert model.requests == []
+    repo = world.fake.repo(REPO)
+    assert repo.pulls == {}
+    assert repo.comments(7) == []
+    assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
+
+
+async def test_an_outsiders_queued_label_does_not_block_a_writers(world: World) -> None:
+    """The attack: an outsider labels first, so a writer's label lands as `already_running`
+    behind a run that will be refused; it must still get its run."""
+    with ScriptedModelServer(FIX) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request(labeller="eve")) == "queued"
+        assert await world.submit(world.request(labeller="eve")) == "already_running"
+        assert await world.submit(world.request(labeller="alice")) == "already_running"
+        await world.work()
+    world.job_ids += [
+        key.decode().removeprefix("arq:result:")
+        async for key in world.redis.scan_iter(match=f"arq:result:run:{world.repo_id}:7:*")
+    ]
+    repo = world.fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
+    assert world.deps.runs.labels(result="published")._value.get() == 1
+    comments = repo.comments(7)
+    assert len(comments) == 1
+    assert "/pull/" in comments[0]["body"]
+    assert "`eve`" not in comments[0]["body"]  # the outsider's label is not mentioned
+
+
+async def test_unlabelling_cancels_a_running_job(world: World) -> None:
+    marker = "sleep 63.4567"
+    script = [Turn(calls=[("Bash", {"command": marker, "timeout": 600000})])]
+    with ScriptedModelServer(script) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        request = world.request()
+        assert await world.submit(request) == "queued"
+        working = asyncio.create_task(world.work())
+        assert await until(lambda: bool(processes_with(marker)), within=60)
+        cancel = CancelRequest(
+            request.issue, f"c-{uuid.uuid4()}", "the label was removed by @alice"
+        )
+        assert await world.submit(cancel) == "cancelled"
+        await asyncio.wait_for(working, timeout=60)
+    assert not processes_with(marker)
+    repo = world.fake.repo(REPO)
+    assert repo.pulls == {}
+    (comment,) = repo.comments(7)
+    assert "the label was removed by" in comment["body"]
+    # The issue is free again: a new label starts a new run.
+    assert await world.deps.queue.current_run(world.repo_id, 7) is None
+
+
+async def until(predicate: Callable[[], bool], within: float) -> bool:
+    for _ in range(int(within / 0.1)):
+        if predicate():
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+def labeled_delivery(world: World, sender: str = "alice") -> tuple[bytes, dict[str, str]]:
+    """A signed `issues.labeled` delivery with GitHub's own payload shape."""
+    repo = payloads.repository(REPO, id=world.repo_id)
+    the_issue = payloads.issue(7, title="mean([]) crashes", body="It should raise ValueError.",
+                               repo=REPO)  # fmt: skip
+    payload = payloads.issues_labeled(sender=payloads.user(sender), the_issue=the_issue, repo=repo)
+    payload["installation"] = payloads.installation_ref(100)
+    payloads.validate("issues", payload)
+    body = payloads.encode(payload)
+    headers = {
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": "sha256=" + hmac.new(b"s", body, hashlib.sha256).hexdigest(),
+        "Content-Type": "application/json",
+    }
+    return body, headers
+
+
+async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world: World) -> None:
+    fake = world.fake
+    app = create_app(
+        world.deps.settings,
+        policies=world.deps.policies,
+        registry=CollectorRegistry(),
+        key_prefix=world.deps.queue.key_prefix,
+        queue_name=world.queue_name,
+        watch_policies=False,
+    )
+    # PR creation fails twice on the way (a 502, then a secondary rate limit): still one PR.
+    fake.fail_next("POST", r"/repos/acme/calc/pulls$", status=502)
+    fake.fail_next("POST", r"/repos/acme/calc/pulls$", status=403, headers={"Retry-After": "0"},
+                   body={"message": "You have exceeded a secondary rate limit."})  # fmt: skip
+    with ScriptedModelServer(FIX) as model, serving(app) as url:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        body, headers = labeled_delivery(world)
+        async with httpx.AsyncClient(base_url=url) as http:
+            answer = await http.post("/webhooks/github", content=body, headers=headers)
+            again = await http.post("/webhooks/github", content=body, headers=headers)
+        assert answer.status_code == 202, answer.text
+        assert answer.json()["status"] == "queued"
+        assert again.json()["status"] == "duplicate"
+        world.job_ids.append(answer.json()["job_id"])
+        await world.work()
+        # The same job run again, as arq does after a crash: nothing is duplicated.
+        job_id = answer.json()["job_id"]
+        run_id = answer.json()["run_id"]
+        request = world.request()
+        ctx = {"deps": world.deps, "job_try": 2}
+        await world.deps.queue.redis.hset(  # type: ignore[misc]
+            world.deps.queue.run_key(world.repo_id, 7), mapping={"run_id": run_id, "job_id": job_id}
+        )
+        with ScriptedModelServer(FIX) as second:
+            world.deps.settings = world.deps.settings.model_copy(
+                update={"model_base_url": second.base_url}
+            )
+            again_request = {**_request_dict(request), "labeller_id": payloads.user("alice")["id"]}
+            assert await run_issue(ctx, run_id=run_id, request=again_request) == "published"
+    repo = fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    assert len(repo.comments(7)) == 1
+    assert len([r for r in repo.check_runs.values() if r["name"] == HUMAN_REVIEW_CHECK]) == 1
+    creates = [r.status for r in fake.requests if r.method == "POST" and r.path.endswith("/pulls")]
+    assert creates == [502, 403, 201]
+    head = repo.branch_sha("frognano/issue-7")
+    assert head is not None
+    alice_id = payloads.user("alice")["id"]
+    trailer = f"Co-authored-by: alice <{alice_id}+alice@users.noreply.github.com>"
+    assert repo.commits[head]["message"].rstrip("\n").endswith(trailer)
+    assert repo.commits[head]["verified"] is True
+
+
+def _request_dict(request: RunRequest) -> dict[str, Any]:
+    issue = request.issue
+    return {
+        "issue": {"installation_id": issue.installation_id, "repo": issue.repo,
+                  "repo_id": issue.repo_id, "number": issue.number},
+        "delivery_id": request.delivery_id, "labeller": request.labeller,
+        "label": request.label, "title": request.title, "body": request.body,
+    }  # fmt: skip
+
+
+def worker_process_env(
+    world: World, model_base_url: str, trajectory_dir: Path, **extra: str
+) -> dict[str, str]:
+    """The environment of a `tests.app.worker_process` worker on `world`'s queue, beating fast."""
+    config = {
+        "redis_url": REDIS_URL, "app_id": world.fake.app_id,
+        "private_key": world.fake.app_private_key.decode(), "api_url": world.fake.base_url,
+        "model_base_url": model_base_url, "policy_dir": str(world.deps.settings.policy_dir),
+        "trajectory_dir": str(trajectory_dir), "prefix": world.deps.queue.key_prefix,
+        "queue_name": world.queue_name, "heartbeat_seconds": 0.2, "heartbeat_ttl": 1.0, **extra,
+    }  # fmt: skip
+    return {**os.environ, "FNTEST_WORKER": json.dumps(config)}
+
+
+async def test_a_killed_worker_is_replaced_and_nothing_is_duplicated(
+    world: World, tmp_path: Path
+) -> None:
+    """SIGKILL the worker in the middle of a run: its sandbox dies with it, another worker
+    notices the missing heartbeat, runs the job again, and publishes one PR and one comment."""
+    marker = "sleep 64.5678"
+    slow = [Turn(calls=[("Bash", {"command": marker, "timeout": 600000})])]
+    settings = world.deps.settings
+    with ScriptedModelServer(slow) as first:
+        env = worker_process_env(world, first.base_url, tmp_path / "killed")
+        assert await world.submit(world.request()) == "queued"
+        proc = subprocess.Popen([sys.executable, "-m", "tests.app.worker_process"], env=env)  # noqa: ASYNC220
+        try:
+            assert await until(lambda: bool(processes_with(marker)), within=60)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert await until(lambda: not processes_with(marker), within=15)
+    world.deps.heartbeat_seconds, world.deps.heartbeat_ttl = 0.2, 1.0
+    await asyncio.sleep(1.5)  # the dead worker's last heartbeat expires
+    with ScriptedModelServer(FIX) as second:
+        world.deps.settings = settings.model_copy(update={"model_base_url": second.base_url})
+        await world.work()  # its start-up sweep releases the orphan, then runs it
+    repo = world.fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    (comment,) = repo.comments(7)
+    assert "/pull/" in comment["body"]
+    assert not processes_with(marker)
+
+
+def test_the_worker_command_refuses_to_start_without_the_app_settings(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
+    env["FROGNANO_POLICY_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "frognano", "worker"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "FROGNANO_GITHUB_APP_ID" in done.stderr
