@@ -49,7 +49,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "run/records.py",
         "run/collected.py",
     ),
-    "diff": ("policy/diff.py", "policy/gitquote.py", "run/apply.py", "run/gitbinary.py"),
+    "diff": ("policy/diff.py", "policy/gitquote.py", "run/apply.py", "policy/gitbinary.py"),
     "gate": (
         "policy/gate.py",
         "policy/findings.py",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from frognano.policy.diff import NO_NEWLINE, FileChange, Hunk, HunkLine, parse_diff
-from frognano.run.gitbinary import apply_delta
+from frognano.policy.gitbinary import apply_delta
 from tests.policy.gitrepo import GitRepo
 
 

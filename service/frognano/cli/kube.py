@@ -14,8 +14,9 @@ from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.policy.loader import load_policies
+from frognano.run.sandbox_policy import pod_options
 from frognano.sandbox import SandboxOptions
-from frognano.sandbox.kubernetes.pod import PodOptions, pod_options
+from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.sandbox.netcheck import ProbeResult
 from frognano.settings import Settings
 

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from frognano.policy.gitbinary import MAX_INFLATED_TOTAL, BinaryPatch, parse_binary_patch
 from frognano.policy.gitquote import header_path, side_path
-from frognano.run.gitbinary import MAX_INFLATED_TOTAL, BinaryPatch, parse_binary_patch
 
 __all__ = ["NO_NEWLINE", "BinaryPatch", "FileChange", "Hunk", "HunkLine", "Status", "parse_diff"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from frognano.policy.diff import FileChange, Hunk, HunkLine
-from frognano.run.gitbinary import apply_delta
+from frognano.policy.gitbinary import apply_delta
 
 __all__ = [
     "AppliedFile",

@@ -30,12 +30,13 @@ from frognano.run.outcomes import Role
 from frognano.run.plan import Plan, make_plan
 from frognano.run.reports import build_report, write_reports
 from frognano.run.runid import new_run_id
+from frognano.run.sandbox_policy import pod_options
 from frognano.run.trees import HostTree
 from frognano.run.verification import Verification, verify
 from frognano.run.workspace import Patch, collect_patch, prepare, upload_excludes
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
-from frognano.sandbox.kubernetes.pod import PodOptions, pod_options
+from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.settings import Settings
 
 log = get_logger(__name__)

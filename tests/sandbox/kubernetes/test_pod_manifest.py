@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from frognano.policy.models import EffectivePolicy
+from frognano.run.sandbox_policy import pod_options
 from frognano.sandbox.kubernetes.pod import (
     EXPIRES,
     EXPIRY_MARGIN,
@@ -18,7 +19,6 @@ from frognano.sandbox.kubernetes.pod import (
     SELECTOR,
     PodOptions,
     label_value,
-    pod_options,
     sandbox_pod,
 )
 from tests.checkov import run_checkov, skips_for

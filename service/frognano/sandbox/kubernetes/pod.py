@@ -5,13 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from frognano.sandbox.paths import HOME, TMP, WORKSPACE
-
-if TYPE_CHECKING:
-    # Only a type here: the sandbox package imports with the standard library alone.
-    from frognano.policy.models import EffectivePolicy
 
 CONTAINER = "sandbox"
 SANDBOX_UID = 10001
@@ -58,29 +54,6 @@ class PodOptions:
     def __post_init__(self) -> None:
         if self.lifetime_seconds <= 0:
             raise ValueError("a sandbox pod's lifetime must be positive")
-
-
-def pod_options(
-    policy: EffectivePolicy,
-    *,
-    run_id: str = "",
-    purpose: str = "agent",
-    labels: dict[str, str] | None = None,
-) -> PodOptions:
-    """The policy's image and resources, and a lifetime covering every stage of one run: the
-    agent's time, the policy's setup and two test runs, with half an hour to spare."""
-    lifetime = policy.agent.time_limit_seconds + 2 * policy.verify.timeout_seconds + 1800
-    return PodOptions(
-        image=policy.sandbox.image,
-        cpu=policy.sandbox.cpu,
-        memory=policy.sandbox.memory,
-        ephemeral_storage=policy.sandbox.ephemeral_storage,
-        runtime_class=policy.sandbox.runtime_class,
-        run_id=run_id,
-        purpose=purpose,
-        lifetime_seconds=int(lifetime),
-        labels=dict(labels or {}),
-    )
 
 
 def label_value(text: str) -> str:

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from frognano.run.gitbinary import (
+from frognano.policy.gitbinary import (
     MAX_BINARY_SIZE,
     MAX_INFLATED_TOTAL,
     BinaryPatch,
@@ -19,7 +19,7 @@ from frognano.run.gitbinary import (
     parse_binary_patch,
 )
 from tests.policy.test_diff_malformed import block
-from tests.run.test_gitbinary import delta, varint
+from tests.policy.test_gitbinary import delta, varint
 
 # Incompressible bytes: their zlib stream is longer than they are.
 NOISE = b"".join(hashlib.sha256(b"%d" % number).digest() for number in range(7))[:200]
