@@ -39,7 +39,8 @@ from frognano.github.models import BODY_LIMIT, CHECK_TEXT_LIMIT, FileChange
 from frognano.policy.models import PublishPolicy
 from tests.fakes.app_env import *  # noqa: F403 (the fixtures)
 from tests.fakes.app_env import FILES, REPO, MakeClient, Sleeps, make_transport
-from tests.fakes.github import FakeGitHub, HTTPError, _Request, _Response
+from tests.fakes.github import FakeGitHub, HTTPError
+from tests.fakes.github.model import _Request, _Response
 
 APP = "frognano[bot]"
 LABELLER = "alice"

@@ -14,7 +14,7 @@ Add an operation to `OPERATIONS`, rerun, and commit the new subset with the scri
 The subset is the official text except for the overlays in `OVERLAYS`, each one a documented
 behaviour of the real API that the description leaves out (they are listed in the output under
 `x-frognano-overlays`). Everything is otherwise kept as published, including OpenAPI 3.0's
-`nullable`; `fake_github.py` turns that into JSON Schema when it loads the file.
+`nullable`; `tests/fakes/github/spec.py` turns that into JSON Schema when it loads the file.
 """
 
 from __future__ import annotations
