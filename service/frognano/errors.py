@@ -1,30 +1,29 @@
-"""The exception tree: every error FrogNano raises on purpose derives from FrogNanoError.
+"""The exception tree: every error FrogNano raises on purpose derives from FrogNanoError."""
 
-    FrogNanoError
-    ├── ConfigError            settings or options are wrong; the message says which and how to fix
-    ├── UnsafePathError        a path would leave the sandbox (relative, outside its roots, a
-    │                          symlink out of an uploaded tree); also a ValueError
-    ├── SetupError             a policy setup command failed; nothing after it would mean anything
-    ├── SandboxError           the sandbox itself failed, not a command inside it
-    │   ├── SandboxUnavailable no isolation mechanism works on this host, or the cluster
-    │   │   │                  will not run a sandbox pod (namespace, RBAC, credentials)
-    │   │   └── SandboxBusy    the sandbox namespace's quota is full for now; retry later
-    │   ├── SandboxStartError  the sandbox could not be created or a command could not start in it
-    │   └── SandboxClosed      an operation on a sandbox that was already closed
-    ├── ModelError             the model server failed in a way retrying did not fix
-    │   ├── ModelUnavailable   unreachable, or 429/5xx until the retry budget ran out
-    │   ├── ContextOverflow    the request no longer fits the server's context window
-    │   └── ModelResponseError the server refused the request (401, 404, ...) or answered
-    │                          with something that is not a chat completion
-    └── GitHubError            GitHub refused a request or kept failing; defined with its
-                               subclasses in frognano.github.errors (unavailable, rate limited,
-                               auth, forbidden, not found, request error, branch conflict)
-
-A command that fails, times out or crashes inside a sandbox is not an exception: it comes back
-as an `ExecResult`. File operations raise the built-in `FileNotFoundError`, `IsADirectoryError`
-and `PermissionError` (or `OSError` with the errno) for problems with the file itself, as
-`pathlib` does.
-"""
+#   FrogNanoError
+#   ├── ConfigError            settings or options are wrong; the message says which and how to fix
+#   ├── UnsafePathError        a path would leave the sandbox (relative, outside its roots, a
+#   │                          symlink out of an uploaded tree); also a ValueError
+#   ├── SetupError             a policy setup command failed; nothing after it would mean anything
+#   ├── SandboxError           the sandbox itself failed, not a command inside it
+#   │   ├── SandboxUnavailable no isolation mechanism works on this host, or the cluster
+#   │   │   │                  will not run a sandbox pod (namespace, RBAC, credentials)
+#   │   │   └── SandboxBusy    the sandbox namespace's quota is full for now; retry later
+#   │   ├── SandboxStartError  the sandbox could not be created or a command could not start in it
+#   │   └── SandboxClosed      an operation on a sandbox that was already closed
+#   ├── ModelError             the model server failed in a way retrying did not fix
+#   │   ├── ModelUnavailable   unreachable, or 429/5xx until the retry budget ran out
+#   │   ├── ContextOverflow    the request no longer fits the server's context window
+#   │   └── ModelResponseError the server refused the request (401, 404, ...) or answered
+#   │                          with something that is not a chat completion
+#   └── GitHubError            GitHub refused a request or kept failing; defined with its
+#                              subclasses in frognano.github.errors (unavailable, rate limited,
+#                              auth, forbidden, not found, request error, branch conflict)
+#
+# A command that fails, times out or crashes inside a sandbox is not an exception: it comes back
+# as an `ExecResult`. File operations raise the built-in `FileNotFoundError`, `IsADirectoryError`
+# and `PermissionError` (or `OSError` with the errno) for problems with the file itself, as
+# `pathlib` does.
 
 
 class FrogNanoError(Exception):

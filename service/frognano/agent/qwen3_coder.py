@@ -1,24 +1,23 @@
-"""Qwen3-Coder tool-call XML and Qwen3 reasoning, parsed as SGLang 0.5.23 parses them.
+"""Qwen3-Coder tool-call XML and Qwen3 reasoning, parsed as SGLang 0.5.23 parses them."""
 
-Used when the model server was started without `--tool-call-parser qwen3_coder` (the calls
-arrive as XML inside `content`) or without `--reasoning-parser qwen3` (the reasoning arrives in
-`content`, ended by `</think>`). The tool-call parser is a faithful copy of the non-streaming
-path of SGLang 0.5.23's `Qwen3CoderDetector.detect_and_parse`
-(`sglang/srt/function_call/qwen3_coder_detector.py`, `function_call/utils.py`), quirks included,
-so that both server setups give the loop the same calls:
-
-- Nothing is parsed unless the text contains `<tool_call>`. Closed
-  `<tool_call>…</tool_call>` blocks are parsed; only when there is none (a truncated call)
-  is the whole text searched for `<function=`.
-- A function runs to `</function>` or to the end of the text; a parameter ends at
-  `</parameter>`, the next `<parameter=`, `</function>` or the end of the text, so a cut-off
-  call still parses, with a truncated value. One leading and one trailing `\\n` are removed.
-- Values are converted by the parameter's schema type; a failed conversion keeps the string.
-  `null` (any case) becomes None whatever the type. Unknown tools and parameters are returned
-  with string values.
-- The content is the text before the first `<tool_call>`, unstripped (SGLang does not strip
-  it; the chat template trims it when it renders the turn). Text after the calls is dropped.
-"""
+# Used when the model server was started without `--tool-call-parser qwen3_coder` (the calls
+# arrive as XML inside `content`) or without `--reasoning-parser qwen3` (the reasoning arrives in
+# `content`, ended by `</think>`). The tool-call parser is a faithful copy of the non-streaming
+# path of SGLang 0.5.23's `Qwen3CoderDetector.detect_and_parse`
+# (`sglang/srt/function_call/qwen3_coder_detector.py`, `function_call/utils.py`), quirks included,
+# so that both server setups give the loop the same calls:
+#
+# - Nothing is parsed unless the text contains `<tool_call>`. Closed
+#   `<tool_call>…</tool_call>` blocks are parsed; only when there is none (a truncated call)
+#   is the whole text searched for `<function=`.
+# - A function runs to `</function>` or to the end of the text; a parameter ends at
+#   `</parameter>`, the next `<parameter=`, `</function>` or the end of the text, so a cut-off
+#   call still parses, with a truncated value. One leading and one trailing `\n` are removed.
+# - Values are converted by the parameter's schema type; a failed conversion keeps the string.
+#   `null` (any case) becomes None whatever the type. Unknown tools and parameters are returned
+#   with string values.
+# - The content is the text before the first `<tool_call>`, unstripped (SGLang does not strip
+#   it; the chat template trims it when it renders the turn). Text after the calls is dropped.
 
 from __future__ import annotations
 

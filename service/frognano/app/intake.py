@@ -1,58 +1,57 @@
-"""The Redis side of intake: delivery dedupe, one run per issue at a time, arq jobs.
+"""The Redis side of intake: delivery dedupe, one run per issue at a time, arq jobs."""
 
-Every decision is one Lua script, so the checks and the writes are atomic: two deliveries
-racing for one issue cannot both start a run, and a delivery id is never marked as seen
-without its job being written too (a failed call leaves nothing, so GitHub's redelivery
-works).
-
-Redis keys (`P` is `key_prefix`, default `frognano:`):
-
-    P delivery:{guid}                  "queued:{job_id}" | "already_running:{job_id}" |
-                                       "cancelled:{job_id}" | "nothing_to_cancel" |
-                                       "duplicate_job:{job_id}"; EX 3 days (GitHub's
-                                       redelivery window). Only deliveries that were acted
-                                       on are recorded; ignored ones write nothing.
-    P run:{repo_id}:{number}           hash {run_id, job_id, delivery_id, labeller, queued_at,
-                                       cancelled?}: the issue's run while it is queued or
-                                       running; deleted by `finish_run`. EX `run_ttl`.
-    P run:{repo_id}:{number}:waiting   list of JSON {delivery_id, labeller, label, at,
-                                       request}: label events that arrived while the run was
-                                       on; the worker acknowledges them (`take_waiting`,
-                                       `finish_run`), or queues one when the run it waited
-                                       for had an unauthorised labeller (`requeue`).
-    P cancel:{run_id}                  the cancel reason; the worker polls `cancel_reason`.
-    P body:{sha256}                    the delivery id that first brought this signed body;
-                                       the same body under another id is a replay, answered
-                                       "duplicate" (previous `replay_of:{id}`). EX as delivery.
-    P requeue:{delivery_id}            a waiting label event the worker queued as a run of its
-                                       own after the run it waited for was unauthorised.
-
-and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
-(PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
-job id to `arq:abort`, which is what `Job.abort()` does for a job that is not deferred (the
-worker needs `allow_abort_jobs=True`). tests/app/web/test_intake.py runs a real arq Worker on
-what this module writes.
-
-A run key whose arq job no longer exists (neither `arq:job:` nor `arq:in-progress:`) is
-stale: a worker died without `finish_run`, or the job was aborted before it started, or it
-expired unstarted. The next label event then starts a new run instead of being refused
-forever.
-
-Job arguments are JSON (`serialize` / `deserialize` below, not arq's default pickle: whoever
-can write to Redis could otherwise run code in the worker). The worker must pass
-`job_serializer=serialize, job_deserializer=deserialize` to arq. Each job gets keyword
-arguments only, plain dicts mirroring the trigger dataclasses:
-
-    run_issue(ctx, *, run_id: str, request: {issue: {installation_id, repo, repo_id,
-              number}, delivery_id, labeller, label, title, body})
-    review_gate(ctx, *, request: {installation_id, repo, repo_id, pull_number, head_sha,
-                delivery_id})
-    drop_tokens(ctx, *, request: {installation_id, delivery_id})
-
-Job ids: `run:{repo_id}:{number}:{run_id}`, `review:{repo_id}:{pull_number}:{delivery_id}`,
-`drop-tokens:{installation_id}:{delivery_id}`. The keys span hash slots: this needs a single
-Redis (or a primary with replicas), not Redis Cluster.
-"""
+# Every decision is one Lua script, so the checks and the writes are atomic: two deliveries
+# racing for one issue cannot both start a run, and a delivery id is never marked as seen
+# without its job being written too (a failed call leaves nothing, so GitHub's redelivery
+# works).
+#
+# Redis keys (`P` is `key_prefix`, default `frognano:`):
+#
+#     P delivery:{guid}                  "queued:{job_id}" | "already_running:{job_id}" |
+#                                        "cancelled:{job_id}" | "nothing_to_cancel" |
+#                                        "duplicate_job:{job_id}"; EX 3 days (GitHub's
+#                                        redelivery window). Only deliveries that were acted
+#                                        on are recorded; ignored ones write nothing.
+#     P run:{repo_id}:{number}           hash {run_id, job_id, delivery_id, labeller, queued_at,
+#                                        cancelled?}: the issue's run while it is queued or
+#                                        running; deleted by `finish_run`. EX `run_ttl`.
+#     P run:{repo_id}:{number}:waiting   list of JSON {delivery_id, labeller, label, at,
+#                                        request}: label events that arrived while the run was
+#                                        on; the worker acknowledges them (`take_waiting`,
+#                                        `finish_run`), or queues one when the run it waited
+#                                        for had an unauthorised labeller (`requeue`).
+#     P cancel:{run_id}                  the cancel reason; the worker polls `cancel_reason`.
+#     P body:{sha256}                    the delivery id that first brought this signed body;
+#                                        the same body under another id is a replay, answered
+#                                        "duplicate" (previous `replay_of:{id}`). EX as delivery.
+#     P requeue:{delivery_id}            a waiting label event the worker queued as a run of its
+#                                        own after the run it waited for was unauthorised.
+#
+# and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
+# (PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
+# job id to `arq:abort`, which is what `Job.abort()` does for a job that is not deferred (the
+# worker needs `allow_abort_jobs=True`). tests/app/web/test_intake.py runs a real arq Worker on
+# what this module writes.
+#
+# A run key whose arq job no longer exists (neither `arq:job:` nor `arq:in-progress:`) is
+# stale: a worker died without `finish_run`, or the job was aborted before it started, or it
+# expired unstarted. The next label event then starts a new run instead of being refused
+# forever.
+#
+# Job arguments are JSON (`serialize` / `deserialize` below, not arq's default pickle: whoever
+# can write to Redis could otherwise run code in the worker). The worker must pass
+# `job_serializer=serialize, job_deserializer=deserialize` to arq. Each job gets keyword
+# arguments only, plain dicts mirroring the trigger dataclasses:
+#
+#     run_issue(ctx, *, run_id: str, request: {issue: {installation_id, repo, repo_id,
+#               number}, delivery_id, labeller, label, title, body})
+#     review_gate(ctx, *, request: {installation_id, repo, repo_id, pull_number, head_sha,
+#                 delivery_id})
+#     drop_tokens(ctx, *, request: {installation_id, delivery_id})
+#
+# Job ids: `run:{repo_id}:{number}:{run_id}`, `review:{repo_id}:{pull_number}:{delivery_id}`,
+# `drop-tokens:{installation_id}:{delivery_id}`. The keys span hash slots: this needs a single
+# Redis (or a primary with replicas), not Redis Cluster.
 
 from __future__ import annotations
 

@@ -1,37 +1,36 @@
-"""What a webhook delivery asks FrogNano to do. Pure: no I/O, never raises on a payload.
+"""What a webhook delivery asks FrogNano to do. Pure: no I/O, never raises on a payload."""
 
-`decide` routes a parsed `Delivery` to exactly one `Decision`:
-
-| delivery                                                   | decision          |
-|------------------------------------------------------------|-------------------|
-| `ping`                                                     | Ignored ("pong")  |
-| `issues.labeled` with the repo's policy label, by a human  | RunRequest        |
-| `issues.unlabeled` of the policy label                     | CancelRequest     |
-| `issues.closed`                                            | CancelRequest     |
-| `pull_request_review.submitted` / `.dismissed`, on one of  | ReviewGateCheck   |
-|   the app's PRs                                            |                   |
-| `pull_request.synchronize` / `.reopened`, on an app PR     | ReviewGateCheck   |
-| `installation.*`, `installation_repositories.*`            | DropTokens        |
-| anything else                                              | Ignored (reason)  |
-
-Rules shared by all of them:
-
-- An event that needs an installation (everything but `ping`) and has none came from a
-  repository or organization webhook rather than the App's: Ignored.
-- `issues` events on pull requests (the issue has a `pull_request` key) are Ignored.
-- Bots never start a run: a sender whose `type` is `Bot`, whose login ends in `[bot]`, or who
-  is the app itself (invariant 6). Bots other than the app *may* cancel: a bot closing the
-  issue or removing the label makes the work moot. The app's own `issues` events never
-  cancel, so that its housekeeping can never stop its own run.
-- Review and push events are routed whoever sent them (a bot's review, the app's own push):
-  the review gate re-reads the PR and decides which approvals count.
-- Labels are compared case-insensitively, as GitHub treats label names.
-
-Nothing here authorises anyone: the payload says who acted, not what they may do. The worker
-checks the labeller's permission through the API before a run starts (invariant 6), and the
-review gate re-reads reviews and the head commit from the API, since deliveries can arrive
-late or out of order.
-"""
+# `decide` routes a parsed `Delivery` to exactly one `Decision`:
+#
+# | delivery                                                   | decision          |
+# |------------------------------------------------------------|-------------------|
+# | `ping`                                                     | Ignored ("pong")  |
+# | `issues.labeled` with the repo's policy label, by a human  | RunRequest        |
+# | `issues.unlabeled` of the policy label                     | CancelRequest     |
+# | `issues.closed`                                            | CancelRequest     |
+# | `pull_request_review.submitted` / `.dismissed`, on one of  | ReviewGateCheck   |
+# |   the app's PRs                                            |                   |
+# | `pull_request.synchronize` / `.reopened`, on an app PR     | ReviewGateCheck   |
+# | `installation.*`, `installation_repositories.*`            | DropTokens        |
+# | anything else                                              | Ignored (reason)  |
+#
+# Rules shared by all of them:
+#
+# - An event that needs an installation (everything but `ping`) and has none came from a
+#   repository or organization webhook rather than the App's: Ignored.
+# - `issues` events on pull requests (the issue has a `pull_request` key) are Ignored.
+# - Bots never start a run: a sender whose `type` is `Bot`, whose login ends in `[bot]`, or who
+#   is the app itself (invariant 6). Bots other than the app *may* cancel: a bot closing the
+#   issue or removing the label makes the work moot. The app's own `issues` events never
+#   cancel, so that its housekeeping can never stop its own run.
+# - Review and push events are routed whoever sent them (a bot's review, the app's own push):
+#   the review gate re-reads the PR and decides which approvals count.
+# - Labels are compared case-insensitively, as GitHub treats label names.
+#
+# Nothing here authorises anyone: the payload says who acted, not what they may do. The worker
+# checks the labeller's permission through the API before a run starts (invariant 6), and the
+# review gate re-reads reviews and the head commit from the API, since deliveries can arrive
+# late or out of order.
 
 from __future__ import annotations
 

@@ -1,28 +1,27 @@
-"""The webhook receiver: a FastAPI app that checks, routes and queues GitHub deliveries.
+"""The webhook receiver: a FastAPI app that checks, routes and queues GitHub deliveries."""
 
-`POST /webhooks/github`, in this order (each step answers before the next one runs):
-
-    413  the body is larger than `max_body_bytes` (by Content-Length, before reading a byte;
-         otherwise while it streams in)
-    408  the body did not arrive in full within `body_timeout` seconds; the connection is
-         closed
-    401  the signature (HMAC-SHA256 of the raw body, `X-Hub-Signature-256`) is missing or
-         wrong; nothing was parsed or queued
-    400  not a webhook delivery we can read (headers, JSON)
-    200  {"status": "ignored", "reason": ...}: nothing to do (ping, other events, other labels)
-    202  {"status": "queued" | "duplicate" | "already_running" | "cancelled" |
-         "nothing_to_cancel", "delivery": ..., "job_id"?, "run_id"?}
-    503  Redis did not answer: nothing was recorded, so redelivering the delivery from the
-         App's settings (or the reconciler) works
-    500  the policy in force cannot be resolved for the repository (logged); redeliver once
-         the policy is fixed
-
-`GET /healthz` (200 while the process serves), `GET /readyz` (200 when Redis answers PING and
-the policy files loaded; otherwise 503 with the reasons), `GET /metrics` (Prometheus).
-
-Nothing is done at import; the Redis client is made in the lifespan, which also runs the
-policy store's hot reload. The body and the secret are never logged.
-"""
+# `POST /webhooks/github`, in this order (each step answers before the next one runs):
+#
+#     413  the body is larger than `max_body_bytes` (by Content-Length, before reading a byte;
+#          otherwise while it streams in)
+#     408  the body did not arrive in full within `body_timeout` seconds; the connection is
+#          closed
+#     401  the signature (HMAC-SHA256 of the raw body, `X-Hub-Signature-256`) is missing or
+#          wrong; nothing was parsed or queued
+#     400  not a webhook delivery we can read (headers, JSON)
+#     200  {"status": "ignored", "reason": ...}: nothing to do (ping, other events, other labels)
+#     202  {"status": "queued" | "duplicate" | "already_running" | "cancelled" |
+#          "nothing_to_cancel", "delivery": ..., "job_id"?, "run_id"?}
+#     503  Redis did not answer: nothing was recorded, so redelivering the delivery from the
+#          App's settings (or the reconciler) works
+#     500  the policy in force cannot be resolved for the repository (logged); redeliver once
+#          the policy is fixed
+#
+# `GET /healthz` (200 while the process serves), `GET /readyz` (200 when Redis answers PING and
+# the policy files loaded; otherwise 503 with the reasons), `GET /metrics` (Prometheus).
+#
+# Nothing is done at import; the Redis client is made in the lifespan, which also runs the
+# policy store's hot reload. The body and the secret are never logged.
 
 from __future__ import annotations
 

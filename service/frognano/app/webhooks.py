@@ -1,16 +1,15 @@
-"""GitHub webhook deliveries: checking the signature and parsing the request. No I/O.
+"""GitHub webhook deliveries: checking the signature and parsing the request. No I/O."""
 
-The web layer calls, in this order and on the raw request body:
-
-1. `verify_signature` (or `verify_request_signature` with all the headers): the HMAC-SHA256
-   of the body keyed with the webhook secret, compared in constant time, before anything
-   looks inside the body. Failure raises `SignatureError` (answer 401).
-2. `parse_delivery`: the event name and delivery id from the headers, the JSON object from
-   the body. Failure raises `MalformedDelivery` (answer 400) with the reason.
-
-Only `X-Hub-Signature-256` is accepted; the legacy SHA-1 `X-Hub-Signature` never is.
-Capping the body size (GitHub sends at most 25 MB) is the web layer's job, before step 1.
-"""
+# The web layer calls, in this order and on the raw request body:
+#
+# 1. `verify_signature` (or `verify_request_signature` with all the headers): the HMAC-SHA256
+#    of the body keyed with the webhook secret, compared in constant time, before anything
+#    looks inside the body. Failure raises `SignatureError` (answer 401).
+# 2. `parse_delivery`: the event name and delivery id from the headers, the JSON object from
+#    the body. Failure raises `MalformedDelivery` (answer 400) with the reason.
+#
+# Only `X-Hub-Signature-256` is accepted; the legacy SHA-1 `X-Hub-Signature` never is.
+# Capping the body size (GitHub sends at most 25 MB) is the web layer's job, before step 1.
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""What every CLI command shares: consoles, failing with a message, running a coroutine, the
-settings the root command loaded."""
+"""What every CLI command shares: consoles, failing with a message, running a coroutine."""
+
+# What every CLI command shares: consoles, failing with a message, running a coroutine, the
+# settings the root command loaded.
 
 from __future__ import annotations
 

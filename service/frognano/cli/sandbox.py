@@ -1,5 +1,7 @@
-"""`frognano sandbox run` and `frognano sandbox check-network`; reap and seccomp-profile come
-from cli_kube."""
+"""`frognano sandbox run` and `sandbox check-network`; reap and seccomp-profile: cli/kube.py."""
+
+# `frognano sandbox run` and `frognano sandbox check-network`; reap and seccomp-profile come
+# from cli_kube.
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""`frognano serve`: the webhook receiver under uvicorn, in one process.
+"""`frognano serve`: the webhook receiver under uvicorn, in one process."""
 
-Everything derived from the settings (policy store, metrics registry, app) is built once,
-here, before the server starts; a bad setting or policy exits 2 before it listens. SIGTERM
-(or Ctrl-C) stops it gracefully: it stops accepting connections, lets requests in flight
-finish (at most `GRACEFUL_SHUTDOWN_SECONDS`), closes Redis and exits 0.
-"""
+# Everything derived from the settings (policy store, metrics registry, app) is built once,
+# here, before the server starts; a bad setting or policy exits 2 before it listens. SIGTERM
+# (or Ctrl-C) stops it gracefully: it stops accepting connections, lets requests in flight
+# finish (at most `GRACEFUL_SHUTDOWN_SECONDS`), closes Redis and exits 0.
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""Safe extraction of a repository tarball from GitHub's `/tarball/{ref}` endpoint.
+"""Safe extraction of a repository tarball from GitHub's `/tarball/{ref}` endpoint."""
 
-Every member is checked before anything is written: no absolute paths, no `..`, no member
-outside GitHub's single top folder (which is stripped), no hard links, devices or FIFOs, no
-symlink whose target leaves the destination, no member reached through a symlink, no
-duplicates, and bounded size and count. Extraction then uses tarfile's `data` filter as a
-second line of defence (no setuid bits, no ownership changes).
-"""
+# Every member is checked before anything is written: no absolute paths, no `..`, no member
+# outside GitHub's single top folder (which is stripped), no hard links, devices or FIFOs, no
+# symlink whose target leaves the destination, no member reached through a symlink, no
+# duplicates, and bounded size and count. Extraction then uses tarfile's `data` filter as a
+# second line of defence (no setuid bits, no ownership changes).
 
 from __future__ import annotations
 

@@ -1,15 +1,14 @@
-"""Errors of the GitHub layer, all under `GitHubError(FrogNanoError)`.
+"""Errors of the GitHub layer, all under `GitHubError(FrogNanoError)`."""
 
-GitHubError              GitHub refused a request; the message has the status, GitHub's
-│                        own message and what to check
-├── GitHubUnavailable    5xx or connection errors until the retry budget ran out
-│   └── GitHubRateLimited a primary or secondary rate limit outlasted the retry budget
-├── GitHubAuthError      401: the JWT or the installation token was refused
-├── GitHubForbidden      403 (not a rate limit): the App or token lacks a permission
-├── GitHubNotFound       404: missing object, or the token cannot see it
-├── GitHubRequestError   409, 422 and other 4xx: the request itself was refused
-└── BranchConflict       the branch holds commits not made by the app; it is left alone
-"""
+# GitHubError              GitHub refused a request; the message has the status, GitHub's
+# │                        own message and what to check
+# ├── GitHubUnavailable    5xx or connection errors until the retry budget ran out
+# │   └── GitHubRateLimited a primary or secondary rate limit outlasted the retry budget
+# ├── GitHubAuthError      401: the JWT or the installation token was refused
+# ├── GitHubForbidden      403 (not a rate limit): the App or token lacks a permission
+# ├── GitHubNotFound       404: missing object, or the token cannot see it
+# ├── GitHubRequestError   409, 422 and other 4xx: the request itself was refused
+# └── BranchConflict       the branch holds commits not made by the app; it is left alone
 
 from __future__ import annotations
 

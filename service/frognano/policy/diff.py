@@ -1,10 +1,9 @@
-"""A strict parser of the agent's patch: `git diff --binary --no-renames` output, as bytes.
+"""A strict parser of the agent's patch: `git diff --binary --no-renames` output, as bytes."""
 
-The gate trusts only what this parser can account for, and `frognano.run.apply` builds the
-published tree from what it returns, so anything it does not understand (a rename or copy
-header, a hunk shorter than its header says, stray text between files, a header git never
-prints) is a `ValueError` naming the line, never a silent skip or another exception.
-"""
+# The gate trusts only what this parser can account for, and `frognano.run.apply` builds the
+# published tree from what it returns, so anything it does not understand (a rename or copy
+# header, a hunk shorter than its header says, stray text between files, a header git never
+# prints) is a `ValueError` naming the line, never a silent skip or another exception.
 
 from __future__ import annotations
 

@@ -1,19 +1,18 @@
-"""Path globs of the policy (`forbidden_paths`, `protected_paths`): one meaning everywhere.
+"""Path globs of the policy (`forbidden_paths`, `protected_paths`): one meaning everywhere."""
 
-Patterns are matched against repository-relative paths with `/` separators, as git prints
-them, and are anchored at the repository root:
-
-- `*`, `?` and `[...]` never cross a `/`; `*.pem` matches `key.pem` but not `certs/key.pem`
-  (write `**/*.pem` for any depth);
-- `**` as a whole path segment matches zero or more folders: `tests/**` matches every file
-  under `tests/`, and `**/test_*.py` matches `test_a.py` as well as `a/b/test_a.py`;
-- wildcards match names that start with a dot (`**/.env`, `.github/**` and `tests/**` see
-  `tests/.data/x`);
-- `{a,b}` expands to alternatives;
-- matching is case-sensitive, on every platform;
-- there is no negation: a leading `!` is rejected by `check_glob` rather than silently read as
-  a literal file name.
-"""
+# Patterns are matched against repository-relative paths with `/` separators, as git prints
+# them, and are anchored at the repository root:
+#
+# - `*`, `?` and `[...]` never cross a `/`; `*.pem` matches `key.pem` but not `certs/key.pem`
+#   (write `**/*.pem` for any depth);
+# - `**` as a whole path segment matches zero or more folders: `tests/**` matches every file
+#   under `tests/`, and `**/test_*.py` matches `test_a.py` as well as `a/b/test_a.py`;
+# - wildcards match names that start with a dot (`**/.env`, `.github/**` and `tests/**` see
+#   `tests/.data/x`);
+# - `{a,b}` expands to alternatives;
+# - matching is case-sensitive, on every platform;
+# - there is no negation: a leading `!` is rejected by `check_glob` rather than silently read as
+#   a literal file name.
 
 from __future__ import annotations
 
