@@ -36,19 +36,10 @@ class IssueOps(ClientCore):
         return str(data.get("role_name") or legacy), legacy
 
     async def permission(self, login: str) -> str:
-        """`login`'s role on the repository: `role_name` (admin, maintain, write, triage, read
-        or a custom role) when GitHub gives one, else the legacy `permission`; "none" when
-        GitHub does not know the user."""
-        try:
-            data = await self._data(
-                "GET",
-                f"/collaborators/{quote(login)}/permission",
-                f"read {login}'s permission on {self.full_name}",
-            )
-        except GitHubNotFound:
-            log.info("no permission: user unknown to the repository", login=login)
-            return "none"
-        return str(data.get("role_name") or data.get("permission") or "none")
+        """`login`'s role on the repository, the first of `permission_levels`: admin,
+        maintain, write, triage, read, a custom role's name, or "none"."""
+        role_name, _legacy = await self.permission_levels(login)
+        return role_name
 
     async def react(self, issue_number: int, content: str = "eyes") -> None:
         """Add the app's reaction to an issue (GitHub answers 200 if it already exists)."""
