@@ -1,4 +1,4 @@
-"""Plain values exchanged with the GitHub layer, and the text limits GitHub enforces."""
+"""Plain values exchanged with the GitHub layer, the text limits GitHub enforces, and bots."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ __all__ = [
     "PullInfo",
     "PullState",
     "Review",
+    "is_bot",
     "truncate",
 ]
 
@@ -114,6 +115,12 @@ class PullCommit:
     sha: str
     author: str | None
     """The GitHub login GitHub linked the commit's author to; None when it linked none."""
+
+
+def is_bot(login: str, user_type: str | None) -> bool:
+    """Whether a GitHub account is a bot: its `type` is Bot, or its login ends in `[bot]`
+    (an App's account), in any case since GitHub logins are case-insensitive."""
+    return user_type == "Bot" or login.casefold().endswith("[bot]")
 
 
 def truncate(text: str, limit: int, what: str = "text") -> str:
