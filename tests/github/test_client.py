@@ -65,6 +65,10 @@ async def test_permission_reports_role_names(fake: FakeGitHub, client: RepoClien
     assert await client.permission("cus") == "release-manager"
     assert await client.permission("octo") == "admin"
     assert await client.permission("nobody-at-all") == "none"
+    assert await client.permission_levels("mia") == ("maintain", "write")
+    assert await client.permission_levels("tom") == ("triage", "read")
+    assert await client.permission_levels("cus") == ("release-manager", "write")
+    assert await client.permission_levels("nobody-at-all") == ("none", "none")
 
 
 async def test_react_twice_leaves_one_reaction(fake: FakeGitHub, client: RepoClient) -> None:

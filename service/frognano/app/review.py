@@ -43,7 +43,7 @@ from typing import Any, Literal
 from frognano.github.auth import REVIEW_GATE, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.errors import GitHubError, GitHubNotFound
-from frognano.github.models import Review
+from frognano.github.models import Review, is_bot
 from frognano.log import get_logger
 
 __all__ = [
@@ -148,10 +148,6 @@ class ReviewVerdict:
     approver: str | None
 
 
-def _is_bot(review: Review) -> bool:
-    return review.user_type == "Bot" or review.user.lower().endswith("[bot]")
-
-
 def _latest(reviews: Sequence[Review]) -> dict[str, tuple[Review, bool]]:
     """Each user's (casefolded) latest deciding review, and whether they approved before it."""
     latest: dict[str, tuple[Review, bool]] = {}
@@ -174,7 +170,7 @@ def _screen(
         return f"approved {old}, not the current head {head_sha[:_SHORT]}"
     if review.user.casefold() == app_login.casefold():
         return "is this app"
-    if _is_bot(review):
+    if is_bot(review.user, review.user_type):
         return "is a bot"
     if review.user.casefold() in excluded:
         return "applied the label that started the FrogNano run"

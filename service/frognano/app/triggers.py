@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frognano.app.webhooks import Delivery
+from frognano.github.models import is_bot
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,7 @@ def _pull_request(  # noqa: PLR0911 - one return per rule
     if app_login is not None:
         if author_login.casefold() != app_login.casefold():
             return Ignored(f"{pr} was opened by @{author_login}, not by this app")
-    elif not _is_bot(author):
+    elif not is_bot(author_login, author.get("type")):
         return Ignored(f"{pr} was opened by @{author_login}, who is not a bot")
     return ReviewGateCheck(
         installation_id=installation_id,
@@ -301,12 +302,7 @@ def _sender(payload: Mapping[str, Any], app_login: str | None) -> tuple[str, str
     login = _string(sender, "login", "sender.login")
     if app_login is not None and login.casefold() == app_login.casefold():
         return login, "self"
-    return login, "bot" if _is_bot(sender) else None
-
-
-def _is_bot(user: Mapping[str, Any]) -> bool:
-    login = user.get("login")
-    return user.get("type") == "Bot" or (isinstance(login, str) and login.endswith("[bot]"))
+    return login, "bot" if is_bot(login, sender.get("type")) else None
 
 
 def _object(parent: Mapping[str, Any], key: str, name: str | None = None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Plain values exchanged with the GitHub layer, and the text limits GitHub enforces."""
+"""Plain values exchanged with the GitHub layer, the text limits GitHub enforces, and bots."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ from frognano.errors import UnsafePathError
 __all__ = [
     "BODY_LIMIT",
     "CHECK_TEXT_LIMIT",
+    "CheckRunInfo",
     "FileChange",
+    "PullCommit",
     "PullInfo",
+    "PullState",
     "Review",
+    "is_bot",
     "truncate",
 ]
 
@@ -72,6 +76,51 @@ class Review:
     state: str
     commit_id: str | None
     user_type: str
+
+
+@dataclass(frozen=True)
+class PullState:
+    """A pull request as the review gate re-reads it (`RepoClient.pull`)."""
+
+    number: int
+    head_sha: str
+    head_ref: str
+    author: str
+    """`user.login` of whoever opened it."""
+    author_type: str
+    """`user.type`: User, Bot, Organization."""
+    state: str
+    """open or closed."""
+    draft: bool
+
+
+@dataclass(frozen=True)
+class CheckRunInfo:
+    """One check run as listed for a commit (`RepoClient.check_runs`)."""
+
+    id: int
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+    external_id: str | None
+    app_id: int | None
+    """The id of the GitHub App that wrote it: only that App can write or edit it."""
+
+
+@dataclass(frozen=True)
+class PullCommit:
+    """One commit of a pull request (`RepoClient.pull_commits`)."""
+
+    sha: str
+    author: str | None
+    """The GitHub login GitHub linked the commit's author to; None when it linked none."""
+
+
+def is_bot(login: str, user_type: str | None) -> bool:
+    """Whether a GitHub account is a bot: its `type` is Bot, or its login ends in `[bot]`
+    (an App's account), in any case since GitHub logins are case-insensitive."""
+    return user_type == "Bot" or login.casefold().endswith("[bot]")
 
 
 def truncate(text: str, limit: int, what: str = "text") -> str:

@@ -133,11 +133,7 @@ async def make_baseline(sandbox: Sandbox) -> str:
         f"{_GIT} commit -q --no-verify --allow-empty -m 'FrogNano baseline'; "
         f"{_GIT} rev-parse HEAD"
     )
-    result = await sandbox.exec(script, cwd=WORKSPACE, timeout=600)
-    lines = result.output.strip().splitlines()
-    if not result.ok or not lines or not _SHA.match(lines[-1]):
-        raise SandboxError(f"could not create the baseline commit: {result.output.strip()}")
-    return lines[-1]
+    return await _commit_id(sandbox, script, "could not create the baseline commit")
 
 
 async def collect_patch(sandbox: Sandbox, base: str) -> Patch:
@@ -208,10 +204,16 @@ async def prepare(
         f"if ! {_GIT} diff --cached --quiet; then "
         f"{_GIT} commit -q --no-verify -m 'FrogNano setup'; fi; {_GIT} rev-parse HEAD"
     )
+    return await _commit_id(sandbox, script, "could not commit the setup's files")
+
+
+async def _commit_id(sandbox: Sandbox, script: str, failure: str) -> str:
+    """Run `script`, which ends with `git rev-parse HEAD`, in /workspace; the commit id it
+    printed last, else SandboxError("`failure`: output")."""
     result = await sandbox.exec(script, cwd=WORKSPACE, timeout=600)
     lines = result.output.strip().splitlines()
     if not result.ok or not lines or not _SHA.match(lines[-1]):
-        raise SandboxError(f"could not commit the setup's files: {result.output.strip()}")
+        raise SandboxError(f"{failure}: {result.output.strip()}")
     return lines[-1]
 
 

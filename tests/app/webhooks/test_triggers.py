@@ -175,6 +175,7 @@ BOTS = {
     "another app": gh.bot("dependabot"),
     "this app": gh.app_bot(),
     "a [bot] login typed User": gh.user("renovate[bot]", id=29139614),
+    "a [BOT] login in capitals": gh.user("Renovate[BOT]", id=29139615),
     "a Bot type without the suffix": gh.user("copilot", id=198982749, type="Bot"),
 }
 
