@@ -190,7 +190,7 @@ class GitHubApp:
         expires_at = datetime.fromisoformat(str(data["expires_at"])).timestamp()
         granted = {str(k): str(v) for k, v in (data.get("permissions") or {}).items()}
         log.info(
-            "minted installation token",
+            "github.token_minted",
             installation_id=installation_id,
             repository_id=repository_id,
             permissions=granted,
@@ -222,7 +222,7 @@ class GitHubApp:
             del self._tokens[key]
         if keys:
             log.info(
-                "dropped cached installation tokens",
+                "github.tokens_dropped",
                 installation_id=installation_id,
                 count=len(keys),
             )

@@ -64,7 +64,7 @@ class GitDataOps(ClientCore):
             size = await call(
                 download, what=f"download {self.full_name}@{sha}", transport=self.transport
             )
-            log.info("downloaded repository tarball", sha=sha, bytes=size)
+            log.info("github.tarball_downloaded", sha=sha, bytes=size)
             await asyncio.to_thread(extract_tarball, archive, dest, max_bytes=max_bytes)
         return dest
 
@@ -115,7 +115,7 @@ class GitDataOps(ClientCore):
             "create the commit",
             body={"message": full_message + "\n", "tree": tree["sha"], "parents": [base_sha]},
         )
-        log.info("created commit", sha=commit["sha"], files=len(entries))
+        log.info("github.commit_created", sha=commit["sha"], files=len(entries))
         return str(commit["sha"])
 
     async def _branch_sha(self, branch: str) -> str | None:
@@ -182,7 +182,7 @@ class GitDataOps(ClientCore):
                 if current is None:
                     raise
             else:
-                log.info("created branch", branch=branch, sha=commit_sha)
+                log.info("github.branch_created", branch=branch, sha=commit_sha)
                 return "created"
         if current == commit_sha:
             return "unchanged"
@@ -193,7 +193,7 @@ class GitDataOps(ClientCore):
             f"move branch {branch}",
             body={"sha": commit_sha, "force": True},
         )
-        log.info("moved branch", branch=branch, old=current, new=commit_sha)
+        log.info("github.branch_moved", branch=branch, old=current, new=commit_sha)
         return "moved"
 
 

@@ -30,7 +30,7 @@ class IssueOps(ClientCore):
                 f"read {login}'s permission on {self.full_name}",
             )
         except GitHubNotFound:
-            log.info("no permission: user unknown to the repository", login=login)
+            log.info("github.permission_unknown_user", login=login)
             return "none", "none"
         legacy = str(data.get("permission") or "none")
         return str(data.get("role_name") or legacy), legacy
@@ -78,7 +78,7 @@ class IssueOps(ClientCore):
                     body={"body": text},
                 )
             except GitHubNotFound:
-                log.info("status comment was deleted; creating it again", issue=issue_number)
+                log.info("github.status_comment_recreated", issue=issue_number)
                 self._comment_ids.pop(key, None)
             else:
                 self._comment_ids[key] = comment_id

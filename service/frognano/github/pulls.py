@@ -73,14 +73,14 @@ class PullOps(ClientCore):
         except GitHubRequestError as exc:
             message = str(exc).lower()
             if draft and "draft pull requests are not supported" in message:
-                log.warning("drafts not supported here; opening a normal pull request")
+                log.warning("github.draft_unsupported")
                 return await self.find_or_create_pull(head, base, title, body, draft=False)
             if "already exists" in message:
                 found = await self._find_pull(head, base)
                 if found is not None:
                     return _pull_info(found)
             raise
-        log.info("opened pull request", number=created["number"], draft=created.get("draft"))
+        log.info("github.pull_opened", number=created["number"], draft=created.get("draft"))
         return _pull_info(created)
 
     async def add_labels(self, number: int, labels: Sequence[str]) -> None:
@@ -123,7 +123,7 @@ class PullOps(ClientCore):
                 if exc.status != 422:
                     raise
                 log.warning(
-                    "reviewer cannot be requested",
+                    "github.reviewer_refused",
                     pull=number,
                     reviewer=name,
                     reason=exc.github_message,
