@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -188,3 +189,31 @@ def test_every_module_opens_with_a_one_line_docstring() -> None:
         if doc is None or "\n" in doc.strip():
             wrong.append(str(path.relative_to(PACKAGE)))
     assert not wrong
+
+
+_LOG_METHODS = {"debug", "info", "warning", "error", "exception", "critical"}
+_EVENT = re.compile(r"[a-z][a-z_]*(\.[a-z][a-z_]*)+")
+
+
+def _log_events(path: Path) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _LOG_METHODS
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.lineno, node.args[0].value
+
+
+def test_log_events_are_dotted_names() -> None:
+    events = [(path, line, event) for path in MODULES.values() for line, event in _log_events(path)]
+    assert len(events) > 30  # the control: the walk finds the log calls
+    wrong = [
+        f"{path.relative_to(PACKAGE)}:{line}: {event!r}"
+        for path, line, event in events
+        if not _EVENT.fullmatch(event)
+    ]
+    assert not wrong, "log events are `area.what_happened`:\n" + "\n".join(wrong)
