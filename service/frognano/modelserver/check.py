@@ -11,9 +11,9 @@ from typing import Any
 
 import openai
 
-from frognano.agent.model import SamplingConfig
 from frognano.agent.prompts import SYSTEM_PROMPT
 from frognano.agent.qwen3_coder import THINK_END, THINK_START, TOOL_CALL_START
+from frognano.agent.request import SamplingConfig
 from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOL_NAMES
 from frognano.modelserver.sglang import REASONING_PARSER, TOOL_CALL_PARSER
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from frognano import __version__
 from frognano.agent.loop import AgentLimits, AgentLoop, AgentResult, ChatModel, Progress, StopReason
-from frognano.agent.model import ModelClient, SamplingConfig
+from frognano.agent.model import ModelClient
+from frognano.agent.request import SamplingConfig
 from frognano.agent.tools.box import ToolBox
 from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.trajectory import TrajectoryWriter
