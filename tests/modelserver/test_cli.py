@@ -14,16 +14,8 @@ import pytest
 
 from frognano.agent.prompts import SYSTEM_PROMPT
 from frognano.agent.tools.schema import TOOL_DEFINITIONS
-from frognano.modelserver.check import (
-    CHECK_PROMPT,
-    Exchange,
-    Item,
-    Status,
-    Target,
-    check_request,
-    evaluate,
-    required_passed,
-)
+from frognano.modelserver.check import CHECK_PROMPT, check_request
+from frognano.modelserver.verdicts import Exchange, Item, Status, Target, evaluate, required_passed
 from tests.cli.test_app import frognano
 from tests.fakes.model_server import ScriptedModelServer, Turn
 
