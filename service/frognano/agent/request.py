@@ -3,11 +3,36 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from frognano.agent.turns import Conversation, dumps
 
-__all__ = ["RequestBody", "SamplingConfig"]
+__all__ = ["RequestBody", "RequestFields", "SamplingConfig", "SamplingSummary"]
+
+
+class TemplateSwitches(TypedDict):
+    enable_thinking: bool
+
+
+class RequestFields(TypedDict):
+    """The sampling values of a request, with the chat template's switch and `stream`."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    top_k: int
+    min_p: float
+    presence_penalty: float
+    chat_template_kwargs: TemplateSwitches
+    stream: bool
+
+
+class SamplingSummary(TypedDict):
+    max_tokens: int
+    temperature: float
+    top_p: float
+    top_k: int
+    enable_thinking: bool
 
 
 @dataclass(frozen=True)
@@ -24,6 +49,29 @@ class SamplingConfig:
     presence_penalty: float = 0.0
     enable_thinking: bool = True
 
+    def request_fields(self) -> RequestFields:
+        """The fields every chat-completion request ends with, in the order they are sent."""
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "min_p": self.min_p,
+            "presence_penalty": self.presence_penalty,
+            "chat_template_kwargs": {"enable_thinking": self.enable_thinking},
+            "stream": False,
+        }
+
+    def summary(self) -> SamplingSummary:
+        """What a trajectory's `run_info` records: the values a policy can set."""
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "enable_thinking": self.enable_thinking,
+        }
+
 
 class RequestBody:
     """The bytes of each request: the parts that never change during a run (model, tools,
@@ -35,17 +83,7 @@ class RequestBody:
         """`tools_json` is sent byte for byte as the request's `tools`."""
         self._head = b'{"model":' + dumps(model) + b',"messages":'
         self._tools = b',"tools":' + tools_json
-        tail = {
-            "max_tokens": sampling.max_tokens,
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "top_k": sampling.top_k,
-            "min_p": sampling.min_p,
-            "presence_penalty": sampling.presence_penalty,
-            "chat_template_kwargs": {"enable_thinking": sampling.enable_thinking},
-            "stream": False,
-        }
-        self._tail = b"," + dumps(tail)[1:]
+        self._tail = b"," + dumps(sampling.request_fields())[1:]
 
     def build(
         self,

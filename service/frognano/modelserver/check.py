@@ -22,7 +22,6 @@ CHECK_PROMPT = "Read the file /workspace/README.md."
 def check_request(model: str, max_tokens: int) -> dict[str, Any]:
     """The one chat completion sent: FrogNano's system prompt, tools and sampling values (as
     the agent sends them), thinking on, and a task that calls for a Read."""
-    sampling = SamplingConfig(max_tokens=max_tokens)
     return {
         "model": model,
         "messages": [
@@ -30,14 +29,7 @@ def check_request(model: str, max_tokens: int) -> dict[str, Any]:
             {"role": "user", "content": CHECK_PROMPT},
         ],
         "tools": TOOL_DEFINITIONS,
-        "max_tokens": sampling.max_tokens,
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
-        "top_k": sampling.top_k,
-        "min_p": sampling.min_p,
-        "presence_penalty": sampling.presence_penalty,
-        "chat_template_kwargs": {"enable_thinking": sampling.enable_thinking},
-        "stream": False,
+        **SamplingConfig(max_tokens=max_tokens).request_fields(),
     }
 
 

@@ -286,13 +286,7 @@ async def _run_agent(
             repo_dir=str(job.repo_dir.resolve()),
             base_commit=run.base_commit,
             policy=job.policy_source,
-            sampling={
-                "max_tokens": sampling.max_tokens,
-                "temperature": sampling.temperature,
-                "top_p": sampling.top_p,
-                "top_k": sampling.top_k,
-                "enable_thinking": sampling.enable_thinking,
-            },
+            sampling=sampling.summary(),
             sandbox={"backend": job.backend, "mechanism": run.mechanism},
         )
         loop = AgentLoop(
