@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any, Self
 
 import openai
 
+from frognano import backoff
 from frognano.agent.model_errors import Retryable, failure
 from frognano.agent.reply import clip, parse_completion
 from frognano.agent.request import RequestBody, SamplingConfig
@@ -192,10 +192,11 @@ class ModelClient:
                 if attempt >= policy.attempts:
                     break
                 if exc.retry_after is not None:
-                    delay = min(max(exc.retry_after, 0.0), policy.max_delay)
+                    delay = min(exc.retry_after, policy.max_delay)
                 else:
-                    base = min(policy.max_delay, policy.initial_delay * 2 ** (attempt - 1))
-                    delay = base * random.uniform(0.5, 1.0)  # noqa: S311 - jitter only
+                    delay = backoff.delay(
+                        attempt, initial=policy.initial_delay, cap=policy.max_delay
+                    )
                 if self._clock() - started + delay > policy.budget_seconds:
                     break
                 log.warning(

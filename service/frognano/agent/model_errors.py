@@ -1,21 +1,15 @@
-"""What a failed request to the model server means: worth a retry, a context overflow, a refusal.
-
-Connection errors, timeouts, 408, 429 and 5xx are `Retryable` (with the server's Retry-After
-when it sent one). A 400 or 413 whose message says the input is too long is a
-`ContextOverflow`; 401/403, 404 and other 4xx are a `ModelResponseError` naming the setting to
-check, since a refused request does not heal on a retry.
-"""
+"""What a failed request to the model server means: worth a retry, a context overflow, a refusal."""
 
 from __future__ import annotations
 
-import email.utils
 import json
 import re
+import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 
 import openai
 
+from frognano import backoff
 from frognano.agent.reply import clip
 from frognano.errors import ContextOverflow, ModelResponseError
 
@@ -42,8 +36,10 @@ class Retryable(Exception):
 def failure(
     exc: openai.APIConnectionError | openai.APIStatusError, *, base_url: str, model: str
 ) -> Exception:
-    """The exception to raise for `exc`: `Retryable`, `ContextOverflow` or
-    `ModelResponseError`."""
+    """The exception to raise for `exc`. Connection errors, timeouts, 408, 429 and 5xx are
+    `Retryable` (with the server's wait when it sent one); a 400 or 413 that says the input
+    is too long is a `ContextOverflow`; 401/403, 404 and other 4xx are a `ModelResponseError`
+    naming the setting to check, since a refused request does not heal on a retry."""
     if isinstance(exc, openai.APITimeoutError):
         return Retryable(f"timed out ({exc})")
     if isinstance(exc, openai.APIConnectionError):
@@ -101,25 +97,8 @@ def _error_message(exc: openai.APIStatusError) -> str:
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from `Retry-After` (seconds or an HTTP date) or `retry-after-ms`; None if
-    absent or unreadable."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return float(millis) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    """The server's wait in seconds: `retry-after-ms` (OpenAI's) before `Retry-After`."""
+    millis = backoff.retry_after_ms(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis
+    return backoff.retry_after(headers.get("retry-after"), time.time())
