@@ -1,4 +1,5 @@
-"""The agent loop end to end: scripted model server over HTTP, real tools, a real sandbox."""
+"""The agent loop: its logic against the in-process ScriptedModel (fast, no server), and end
+to end against the scripted model server over HTTP, with the real tools in a real sandbox."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import pytest
 
 from frognano.agent import prompts
 from frognano.agent.loop import AgentLimits, AgentLoop, AgentResult, StopReason
+from frognano.agent.loop_types import ChatModel, ToolRunner
 from frognano.agent.model import ModelClient, RetryPolicy
+from frognano.agent.scripted import ScriptedModel, ScriptedTurn
 from frognano.agent.tools.box import ToolBox
 from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.trajectory import TrajectoryWriter, read_events
+from frognano.agent.turns import ToolCall, ToolResult
 from frognano.sandbox.local import LocalSandbox
 from tests.agent.chat_template import render
 from tests.fakes.model_server import ScriptedModelServer, Turn
@@ -44,26 +48,58 @@ def client(server: ScriptedModelServer, **kwargs: Any) -> ModelClient:
     )
 
 
+async def run_loop(
+    model: ChatModel, tools: ToolRunner, tmp_path: Path, limits: AgentLimits | None = None
+) -> tuple[AgentResult, list[dict[str, Any]]]:
+    path = tmp_path / "trajectory.jsonl"
+    with TrajectoryWriter(path) as trajectory:
+        loop = AgentLoop(
+            model,
+            tools,
+            title="mean([]) crashes",
+            body="mean([]) raises ZeroDivisionError; it should raise ValueError.",
+            limits=limits,
+            trajectory=trajectory,
+            marker="m4rk3r",
+        )
+        result = await loop.run()
+    return result, read_events(path).events
+
+
 async def run(
     server: ScriptedModelServer,
     box: LocalSandbox,
     tmp_path: Path,
     limits: AgentLimits | None = None,
 ) -> tuple[AgentResult, list[dict[str, Any]]]:
-    path = tmp_path / "trajectory.jsonl"
     async with client(server) as model:
-        with TrajectoryWriter(path) as trajectory:
-            loop = AgentLoop(
-                model,
-                ToolBox(box),
-                title="mean([]) crashes",
-                body="mean([]) raises ZeroDivisionError; it should raise ValueError.",
-                limits=limits,
-                trajectory=trajectory,
-                marker="m4rk3r",
-            )
-            result = await loop.run()
-    return result, read_events(path).events
+        return await run_loop(model, ToolBox(box), tmp_path, limits)
+
+
+class Tools:
+    """A ToolRunner that records each call and answers it with its name and arguments: the
+    loop's own logic needs no sandbox."""
+
+    def __init__(self) -> None:
+        self.calls: list[ToolCall] = []
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        self.calls.append(call)
+        return ToolResult(f"ran {call.name} {call.arguments}")
+
+
+def sent(model: ScriptedModel) -> list[list[dict[str, Any]]]:
+    """The messages of each request the loop made."""
+    return [request.messages for request in model.requests]
+
+
+def as_request(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A chat-completions body for the template, as ModelClient would send these messages."""
+    return {
+        "messages": messages,
+        "tools": TOOL_DEFINITIONS,
+        "chat_template_kwargs": {"enable_thinking": True},
+    }
 
 
 FIX_SCRIPT = [
@@ -83,6 +119,9 @@ FIX_SCRIPT = [
     })]),
     Turn(reasoning="Done.", content="mean() now raises ValueError on an empty list; tests pass."),
 ]  # fmt: skip
+
+
+# -- end to end: the scripted model server over HTTP, the real tools in a sandbox ------------
 
 
 async def test_a_scripted_fix_completes(box: LocalSandbox, tmp_path: Path) -> None:
@@ -153,102 +192,6 @@ async def test_the_template_shows_each_turn_as_generated(box: LocalSandbox, tmp_
     assert final.count("<|im_start|>user") == 5  # the task, then one per turn of results
 
 
-async def test_a_truncated_turn_is_never_executed(box: LocalSandbox, tmp_path: Path) -> None:
-    cut = Turn(
-        reasoning="Write it all.",
-        calls=[("Write", {"file_path": "/workspace/new.py", "content": "x = (1,\n"})],
-        finish_reason="length",
-    )
-    script = [cut, Turn(reasoning="Too long, so stop.", finish_reason="length"), Turn(content="ok")]
-    with ScriptedModelServer(script) as server:
-        result, events = await run(server, box, tmp_path)
-        requests = server.requests
-    assert result.stop_reason is StopReason.COMPLETED
-    assert result.stats.truncated_turns == 2
-    assert result.stats.tool_calls == 0
-    assert (await box.exec("test -e /workspace/new.py")).exit_code == 1
-    results = [m for m in requests[-1]["messages"] if m["role"] == "tool"]
-    assert len(results) == 2
-    assert all("cut off at the limit of 8192 tokens" in m["content"] for m in results)
-    assert [e["executed"] for e in events if e["event"] == "tool"] == [False, False]
-    # Still one user query: the reasoning of every turn stays in the rendered prompt.
-    assert "Too long, so stop." in render(requests[-1])
-
-
-async def test_three_truncated_turns_end_the_run(box: LocalSandbox, tmp_path: Path) -> None:
-    script = [Turn(reasoning="...", finish_reason="length") for _ in range(3)]
-    with ScriptedModelServer(script) as server:
-        result, _ = await run(server, box, tmp_path)
-    assert result.stop_reason is StopReason.MODEL_ERROR
-    assert result.detail == "3 replies in a row were cut off at 8192 tokens"
-
-
-async def test_an_empty_reply_gets_a_format_reminder_not_completion(
-    box: LocalSandbox, tmp_path: Path
-) -> None:
-    """What real SGLang answers for a call it cannot parse (a Hermes-style JSON call): the
-    marker and everything after it dropped, content "\n\n", finish `stop`. That is not an
-    answer: the model is told, in a user turn, and the run goes on."""
-    script = [
-        Turn(reasoning="Call it.", content="\n\n"),
-        Turn(reasoning="Server trouble.", content="partial", finish_reason="abort"),
-        Turn(calls=[("Read", {"file_path": "/workspace/calc.py"})]),
-        Turn(content="Read it; nothing to change."),
-    ]
-    with ScriptedModelServer(script) as server:
-        result, events = await run(server, box, tmp_path)
-        requests = server.requests
-    assert result.stop_reason is StopReason.COMPLETED
-    assert result.summary == "Read it; nothing to change."
-    assert result.stats.format_reminders == 2
-    assert result.stats.tool_calls == 1
-    users = [m["content"] for m in requests[-1]["messages"] if m["role"] == "user"]
-    assert users[1:] == [prompts.FORMAT_REMINDER, prompts.FORMAT_REMINDER]
-    # Append-only: each request's history is a prefix of the next one's.
-    for earlier, later in itertools.pairwise(requests):
-        assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
-    assert [e["finish_reason"] for e in events if e["event"] == "assistant"][:2] == [
-        "stop",
-        "abort",
-    ]
-
-
-async def test_replies_that_keep_failing_end_as_no_answer(
-    box: LocalSandbox, tmp_path: Path
-) -> None:
-    script = [Turn(content="  "), Turn(content=""), Turn(content="\n", finish_reason="abort")]
-    with ScriptedModelServer(script) as server:
-        result, _ = await run(server, box, tmp_path)
-        requests = server.requests
-    assert result.stop_reason is StopReason.NO_ANSWER
-    assert result.detail == (
-        "3 replies in a row had neither a tool call the server could parse nor an answer "
-        "(the server aborted them)"
-    )
-    assert result.stats.format_reminders == 3
-    assert len(requests) == 3  # no fourth request after the last reminder is due
-
-
-async def test_bad_calls_become_error_results(box: LocalSandbox, tmp_path: Path) -> None:
-    script = [
-        Turn(calls=[("Delete", {"file_path": "/workspace/calc.py"}),
-                    ("Read", {"path": "/workspace/calc.py"}),
-                    ("Read", {"file_path": "calc.py"})]),
-        Turn(content="Giving up."),
-    ]  # fmt: skip
-    with ScriptedModelServer(script) as server:
-        result, _ = await run(server, box, tmp_path)
-        requests = server.requests
-    assert result.stop_reason is StopReason.COMPLETED
-    assert result.stats.tool_errors == 3
-    results = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
-    assert results[0].startswith("<tool_use_error>Error: No such tool available: Delete")
-    assert results[1].startswith("<tool_use_error>InputValidationError: ")
-    assert "file_path" in results[1]
-    assert results[2].startswith("<tool_use_error>")
-    assert await box.read_file("/workspace/calc.py") == CALC
-
-
 async def test_calls_left_in_content_are_run(box: LocalSandbox, tmp_path: Path) -> None:
     script = [
         Turn(reasoning="Look.", calls=[("Bash", {"command": "echo hi from xml"})],
@@ -262,54 +205,6 @@ async def test_calls_left_in_content_are_run(box: LocalSandbox, tmp_path: Path) 
     assert result.stop_reason is StopReason.COMPLETED
     assert [e["result"] for e in events if e["event"] == "tool"] == ["hi from xml"]
     assert f"<|im_start|>assistant\n<think>\n{generated}<|im_end|>" in render(requests[-1])
-
-
-async def test_step_limit_and_budget_notes(box: LocalSandbox, tmp_path: Path) -> None:
-    def forever(_request: dict[str, Any]) -> Turn:
-        return Turn(calls=[("Bash", {"command": "true"})])
-
-    with ScriptedModelServer(default=forever) as server:
-        result, _ = await run(server, box, tmp_path, AgentLimits(max_steps=3))
-        requests = server.requests
-    assert result.stop_reason is StopReason.STEP_LIMIT
-    assert result.detail == "the limit of 3 steps was reached"
-    assert result.stats.steps == 3
-    assert len(requests) == 3
-    last_result = requests[-1]["messages"][-1]["content"]
-    assert "[FrogNano: 1 tool-using steps left" in last_result
-
-
-async def test_time_limit(box: LocalSandbox, tmp_path: Path) -> None:
-    with ScriptedModelServer([Turn(content="late", delay=3.0)]) as server:
-        result, events = await run(server, box, tmp_path, AgentLimits(time_limit_seconds=0.5))
-    assert result.stop_reason is StopReason.TIME_LIMIT
-    assert events[-1]["stop_reason"] == "time_limit"
-
-
-async def test_compaction_once_then_context_limit(box: LocalSandbox, tmp_path: Path) -> None:
-    limits = AgentLimits(context_tokens=4000, max_tokens_per_turn=1000, keep_turns=1)
-    big = 3000  # over the threshold of 4000 - 1000 - 125
-    script = [
-        Turn(calls=[("Bash", {"command": "echo one"})], prompt_tokens=big),
-        Turn(content="Summary: ran echo one. Next: run echo two."),  # the summary request
-        Turn(calls=[("Bash", {"command": "echo two"})], prompt_tokens=500),
-        Turn(calls=[("Bash", {"command": "echo three"})], prompt_tokens=big),
-    ]
-    with ScriptedModelServer(script) as server:
-        result, events = await run(server, box, tmp_path, limits)
-        requests = server.requests
-    assert result.stop_reason is StopReason.CONTEXT_LIMIT
-    assert result.detail.endswith("after compacting once")
-    assert result.stats.compactions == 1
-    summary_request = requests[1]["messages"]
-    assert summary_request[-1] == {"role": "user", "content": prompts.SUMMARY_REQUEST}
-    after = requests[2]["messages"]
-    assert [m["role"] for m in after] == ["system", "user", "assistant", "tool"]
-    assert "Summary: ran echo one." in after[1]["content"]
-    assert after[1]["content"].startswith(requests[0]["messages"][1]["content"])
-    assert after[3]["content"] == "one"
-    compaction = next(e for e in events if e["event"] == "compaction")
-    assert compaction["kept_messages"] == 2
 
 
 async def test_server_context_overflow_compacts(box: LocalSandbox, tmp_path: Path) -> None:
@@ -339,25 +234,185 @@ async def test_model_down_is_a_model_error(box: LocalSandbox, tmp_path: Path) ->
     assert "503" in result.detail
 
 
+# -- the loop's own logic: the in-process ScriptedModel ----------------------------------------
+
+
+async def test_a_truncated_turn_is_never_executed(tmp_path: Path) -> None:
+    cut = ScriptedTurn(
+        reasoning="Write it all.",
+        calls=[("Write", {"file_path": "/workspace/new.py", "content": "x = (1,\n"})],
+        finish_reason="length",
+    )
+    stop = ScriptedTurn(reasoning="Too long, so stop.", finish_reason="length")
+    model = ScriptedModel([cut, stop, ScriptedTurn("ok")])
+    tools = Tools()
+    result, events = await run_loop(model, tools, tmp_path)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.stats.truncated_turns == 2
+    assert result.stats.tool_calls == 0
+    assert tools.calls == []
+    results = [m for m in sent(model)[-1] if m["role"] == "tool"]
+    assert len(results) == 2
+    assert all("cut off at the limit of 8192 tokens" in m["content"] for m in results)
+    assert [e["executed"] for e in events if e["event"] == "tool"] == [False, False]
+    # Still one user query: the reasoning of every turn stays in the rendered prompt.
+    assert "Too long, so stop." in render(as_request(sent(model)[-1]))
+
+
+async def test_three_truncated_turns_end_the_run(tmp_path: Path) -> None:
+    model = ScriptedModel([ScriptedTurn(reasoning="...", finish_reason="length")] * 3)
+    result, _ = await run_loop(model, Tools(), tmp_path)
+    assert result.stop_reason is StopReason.MODEL_ERROR
+    assert result.detail == "3 replies in a row were cut off at 8192 tokens"
+
+
+async def test_an_empty_reply_gets_a_format_reminder_not_completion(tmp_path: Path) -> None:
+    """What real SGLang answers for a call it cannot parse (a Hermes-style JSON call): the
+    marker and everything after it dropped, content "\n\n", finish `stop`. That is not an
+    answer: the model is told, in a user turn, and the run goes on."""
+    model = ScriptedModel(
+        [
+            ScriptedTurn("\n\n", reasoning="Call it."),
+            ScriptedTurn("partial", reasoning="Server trouble.", finish_reason="abort"),
+            ScriptedTurn(calls=[("Read", {"file_path": "/workspace/calc.py"})]),
+            ScriptedTurn("Read it; nothing to change."),
+        ]
+    )
+    result, events = await run_loop(model, Tools(), tmp_path)
+    requests = sent(model)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.summary == "Read it; nothing to change."
+    assert result.stats.format_reminders == 2
+    assert result.stats.tool_calls == 1
+    users = [m["content"] for m in requests[-1] if m["role"] == "user"]
+    assert users[1:] == [prompts.FORMAT_REMINDER, prompts.FORMAT_REMINDER]
+    # Append-only: each request's history is a prefix of the next one's.
+    for earlier, later in itertools.pairwise(requests):
+        assert later[: len(earlier)] == earlier
+    assert [e["finish_reason"] for e in events if e["event"] == "assistant"][:2] == [
+        "stop",
+        "abort",
+    ]
+
+
+async def test_replies_that_keep_failing_end_as_no_answer(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [ScriptedTurn("  "), ScriptedTurn(""), ScriptedTurn("\n", finish_reason="abort")]
+    )
+    result, _ = await run_loop(model, Tools(), tmp_path)
+    assert result.stop_reason is StopReason.NO_ANSWER
+    assert result.detail == (
+        "3 replies in a row had neither a tool call the server could parse nor an answer "
+        "(the server aborted them)"
+    )
+    assert result.stats.format_reminders == 3
+    assert len(model.requests) == 3  # no fourth request after the last reminder is due
+
+
+async def test_calls_run_in_order_with_one_result_each(tmp_path: Path) -> None:
+    """The template pairs results with calls by position, so each call gets its result, in
+    the order of the calls; the budget note rides only on the last."""
+    calls = [("Glob", {"pattern": "*.py"}), ("Read", {"file_path": "/workspace/a.py"}),
+             ("Bash", {"command": "true"})]  # fmt: skip
+    model = ScriptedModel([ScriptedTurn(calls=calls), ScriptedTurn("Done.")])
+    tools = Tools()
+    result, events = await run_loop(model, tools, tmp_path, AgentLimits(max_steps=3))
+    assert result.stop_reason is StopReason.COMPLETED
+    assert [call.name for call in tools.calls] == ["Glob", "Read", "Bash"]
+    history = sent(model)[-1]
+    ids = [call["id"] for call in history[2]["tool_calls"]]
+    results = history[3:]
+    assert [m["tool_call_id"] for m in results] == ids == ["call_1_1", "call_1_2", "call_1_3"]
+    for message, (name, _) in zip(results, calls, strict=True):
+        assert message["content"].startswith(f"ran {name} ")
+    assert ["[FrogNano:" in m["content"] for m in results] == [False, False, True]
+    assert [e["call_id"] for e in events if e["event"] == "tool"] == ids
+
+
+async def test_bad_calls_become_error_results(box: LocalSandbox, tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            ScriptedTurn(calls=[("Delete", {"file_path": "/workspace/calc.py"}),
+                                ("Read", {"path": "/workspace/calc.py"}),
+                                ("Read", {"file_path": "calc.py"})]),
+            ScriptedTurn("Giving up."),
+        ]
+    )  # fmt: skip
+    result, _ = await run_loop(model, ToolBox(box), tmp_path)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.stats.tool_errors == 3
+    results = [m["content"] for m in sent(model)[-1] if m["role"] == "tool"]
+    assert results[0].startswith("<tool_use_error>Error: No such tool available: Delete")
+    assert results[1].startswith("<tool_use_error>InputValidationError: ")
+    assert "file_path" in results[1]
+    assert results[2].startswith("<tool_use_error>")
+    assert await box.read_file("/workspace/calc.py") == CALC
+
+
+async def test_step_limit_and_budget_notes(tmp_path: Path) -> None:
+    # Exactly three turns: a fourth request would end the run as model_error instead.
+    model = ScriptedModel([ScriptedTurn(calls=[("Bash", {"command": "true"})])] * 3)
+    result, _ = await run_loop(model, Tools(), tmp_path, AgentLimits(max_steps=3))
+    assert result.stop_reason is StopReason.STEP_LIMIT
+    assert result.detail == "the limit of 3 steps was reached"
+    assert result.stats.steps == 3
+    assert len(model.requests) == 3
+    last_result = sent(model)[-1][-1]["content"]
+    assert "[FrogNano: 1 tool-using steps left" in last_result
+
+
+async def test_time_limit(tmp_path: Path) -> None:
+    model = ScriptedModel([ScriptedTurn("late", delay=3.0)])
+    result, events = await run_loop(model, Tools(), tmp_path, AgentLimits(time_limit_seconds=0.5))
+    assert result.stop_reason is StopReason.TIME_LIMIT
+    assert events[-1]["stop_reason"] == "time_limit"
+
+
+async def test_compaction_once_then_context_limit(tmp_path: Path) -> None:
+    limits = AgentLimits(context_tokens=4000, max_tokens_per_turn=1000, keep_turns=1)
+    big = 3000  # over the threshold of 4000 - 1000 - 125
+    model = ScriptedModel(
+        [
+            ScriptedTurn(calls=[("Bash", {"command": "echo one"})], prompt_tokens=big),
+            ScriptedTurn("Summary: ran echo one. Next: run echo two."),  # the summary request
+            ScriptedTurn(calls=[("Bash", {"command": "echo two"})], prompt_tokens=500),
+            ScriptedTurn(calls=[("Bash", {"command": "echo three"})], prompt_tokens=big),
+        ]
+    )
+    result, events = await run_loop(model, Tools(), tmp_path, limits)
+    requests = sent(model)
+    assert result.stop_reason is StopReason.CONTEXT_LIMIT
+    assert result.detail.endswith("after compacting once")
+    assert result.stats.compactions == 1
+    summary_request = requests[1]
+    assert summary_request[-1] == {"role": "user", "content": prompts.SUMMARY_REQUEST}
+    after = requests[2]
+    assert [m["role"] for m in after] == ["system", "user", "assistant", "tool"]
+    assert "Summary: ran echo one." in after[1]["content"]
+    assert after[1]["content"].startswith(requests[0][1]["content"])
+    assert after[3]["content"] == 'ran Bash {"command": "echo one"}'
+    compaction = next(e for e in events if e["event"] == "compaction")
+    assert compaction["kept_messages"] == 2
+
+
 async def test_a_dead_sandbox_ends_the_run(box: LocalSandbox, tmp_path: Path) -> None:
     await box.close()
-    with ScriptedModelServer([Turn(calls=[("Bash", {"command": "true"})])]) as server:
-        result, _ = await run(server, box, tmp_path)
+    model = ScriptedModel([ScriptedTurn(calls=[("Bash", {"command": "true"})])])
+    result, _ = await run_loop(model, ToolBox(box), tmp_path)
     assert result.stop_reason is StopReason.SANDBOX_ERROR
     assert result.detail.startswith("the sandbox failed: ")
 
 
-async def test_cancellation_is_recorded(box: LocalSandbox, tmp_path: Path) -> None:
+async def test_cancellation_is_recorded(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    with ScriptedModelServer([Turn(content="slow", delay=5.0)]) as server:
-        async with client(server) as model:
-            with TrajectoryWriter(path) as trajectory:
-                loop = AgentLoop(model, ToolBox(box), title="t", body="b", trajectory=trajectory)
-                task = asyncio.create_task(loop.run())
-                await asyncio.sleep(0.3)
-                task.cancel()
-                with pytest.raises(asyncio.CancelledError):
-                    await task
+    model = ScriptedModel([ScriptedTurn("slow", delay=5.0)])
+    with TrajectoryWriter(path) as trajectory:
+        loop = AgentLoop(model, Tools(), title="t", body="b", trajectory=trajectory)
+        task = asyncio.create_task(loop.run())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
     assert loop.result is not None
     assert loop.result.stop_reason is StopReason.CANCELLED
     assert read_events(path).events[-1]["stop_reason"] == "cancelled"

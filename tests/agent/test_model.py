@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from frognano.agent.model import ModelClient, RetryPolicy, SamplingConfig, echo_arguments
+from frognano.agent.model import ModelClient, RetryPolicy
+from frognano.agent.reply import echo_arguments
+from frognano.agent.request import SamplingConfig
 from frognano.agent.turns import AssistantTurn, Conversation
 from frognano.errors import ContextOverflow, ModelResponseError, ModelUnavailable
 from tests.agent.chat_template import GENERATION_PROMPT, last_assistant_turn, render

@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from frognano.agent.tools.box import ToolBox
-from frognano.agent.tools.files import EMPTY_FILE, MODIFIED, NOT_READ, FileCache
+from frognano.agent.tools.filecache import FileCache
+from frognano.agent.tools.files import EMPTY_FILE, MODIFIED, NOT_READ
 from frognano.agent.turns import ToolCall, ToolResult
 from frognano.sandbox.local import LocalSandbox
 

@@ -13,17 +13,11 @@ from typing import Any
 import pytest
 
 from frognano.agent.prompts import SYSTEM_PROMPT
-from frognano.agent.tools.schema import TOOL_DEFINITIONS
-from frognano.modelserver.check import (
-    CHECK_PROMPT,
-    Exchange,
-    Item,
-    Status,
-    Target,
-    check_request,
-    evaluate,
-    required_passed,
-)
+from frognano.agent.request import RequestBody, SamplingConfig
+from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
+from frognano.agent.turns import Conversation
+from frognano.modelserver.check import CHECK_PROMPT, check_request
+from frognano.modelserver.verdicts import Exchange, Item, Status, Target, evaluate, required_passed
 from tests.cli.test_app import frognano
 from tests.fakes.model_server import ScriptedModelServer, Turn
 
@@ -458,3 +452,8 @@ def test_check_request_is_what_the_agent_sends() -> None:
     assert request["chat_template_kwargs"] == {"enable_thinking": True}
     assert request["stream"] is False
     assert (request["temperature"], request["top_p"], request["top_k"]) == (0.6, 0.95, 20)
+    # The same fields, in the same order, as the agent's own request body ends with.
+    body = RequestBody("frognano", TOOLS_JSON, SamplingConfig(max_tokens=256))
+    agent = json.loads(body.build(Conversation()))
+    assert list(request) == list(agent)
+    assert {key: request[key] for key in list(agent)[3:]} == dict(list(agent.items())[3:])

@@ -21,17 +21,34 @@ class StopReason(StrEnum):
 
 
 class ChatModel(Protocol):
+    """The model seam of `AgentLoop`: `ModelClient` (an OpenAI-compatible server),
+    `ReplayModel` (a recorded run), `ScriptedModel` (fixed turns), or any object with this
+    method. See docs/agent.md, "Swapping the model or the environment"."""
+
     async def complete(
         self,
         conversation: Conversation,
         *,
         extra: list[dict[str, Any]] | None = None,
         with_tools: bool = True,
-    ) -> AssistantTurn: ...
+    ) -> AssistantTurn:
+        """The next assistant turn for `conversation` (append-only: read it, never change
+        it) followed by `extra`, messages sent but not stored (the summary request before a
+        compaction); `with_tools=False` asks for a reply without the tools. Raise
+        ContextOverflow when the request does not fit (the loop compacts once, then stops
+        with `context_limit`), another ModelError to stop with `model_error`."""
+        ...
 
 
 class ToolRunner(Protocol):
-    async def call(self, call: ToolCall) -> ToolResult: ...
+    """The environment seam of `AgentLoop`: `ToolBox` (the five tools in a sandbox) or any
+    object with this method."""
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Run one call. A mistake (unknown tool, bad arguments, failing command) is a
+        result with `is_error=True`, which goes back to the model; raise SandboxError only
+        when the environment itself failed (the loop stops with `sandbox_error`)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ class AssistantTurn:
     usage: Usage | None
     message: dict[str, Any]
     """The assistant message to append to the history, built so that the chat template
-    re-renders exactly what the model generated (see model.py)."""
+    re-renders exactly what the model generated (see reply.py)."""
     calls_from_content: bool = False
     """True when the calls were parsed from qwen3_coder XML left in `content` by a server
     started without `--tool-call-parser`."""

@@ -184,12 +184,8 @@ def check_command(
     from rich.text import Text  # noqa: PLC0415
 
     # Imported here: the openai client and the agent's modules take a second to import.
-    from frognano.modelserver.check import (  # noqa: PLC0415
-        Status,
-        Target,
-        check_server,
-        required_passed,
-    )
+    from frognano.modelserver.check import check_server  # noqa: PLC0415
+    from frognano.modelserver.verdicts import Status, Target, required_passed  # noqa: PLC0415
 
     settings = _settings(ctx)
     url = (base_url or settings.model_base_url).rstrip("/")

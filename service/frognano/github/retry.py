@@ -23,8 +23,6 @@ GitHub carried out before the connection failed is found instead of repeated.
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from typing import Any, TypeVar
 import requests
 from github.GithubException import GithubException
 
+from frognano import backoff
 from frognano.github.errors import (
     GitHubAuthError,
     GitHubError,
@@ -155,20 +154,6 @@ def _github_text(data: Any, fallback: str | None) -> str:
     return ": ".join(part for part in parts if part)[:_TEXT_LIMIT]
 
 
-def _retry_after(value: str | None, now: float) -> float | None:
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
 def _classify(exc: BaseException, policy: RetryPolicy, now: float) -> _Transient | None:
     if isinstance(exc, requests.ConnectionError | requests.Timeout):
         return _Transient(f"connection failed ({type(exc).__name__})", None)
@@ -177,7 +162,7 @@ def _classify(exc: BaseException, policy: RetryPolicy, now: float) -> _Transient
     failure = _failure(exc)
     if failure is None or failure.status is None:
         return None
-    retry_after = _retry_after(failure.headers.get("retry-after"), now)
+    retry_after = backoff.retry_after(failure.headers.get("retry-after"), now)
     if failure.status >= 500:
         return _Transient(f"HTTP {failure.status}", retry_after)
     if failure.status in (403, 429):
@@ -224,11 +209,6 @@ def describe_failure(exc: BaseException, what: str) -> GitHubError:
     return cls(text, status=status, github_message=failure.message)
 
 
-def _backoff(policy: RetryPolicy, attempt: int) -> float:
-    delay: float = min(policy.max_delay, policy.initial_delay * 2.0 ** (attempt - 1))
-    return delay / 2 + random.uniform(0, delay / 2)  # noqa: S311 (jitter, not security)
-
-
 async def call(
     fn: Callable[[], T],
     *,
@@ -258,7 +238,9 @@ async def call(
                 if _failure(exc) is None and not isinstance(exc, requests.RequestException):
                     raise
                 raise describe_failure(exc, what) from exc
-            delay = transient.wait if transient.wait is not None else _backoff(policy, attempt)
+            delay = transient.wait
+            if delay is None:
+                delay = backoff.delay(attempt, initial=policy.initial_delay, cap=policy.max_delay)
             spent = max(transport.clock() - start, waited)
             if attempt >= policy.attempts or spent + delay > policy.budget_seconds:
                 cls = GitHubRateLimited if transient.rate_limited else GitHubUnavailable

@@ -13,7 +13,8 @@ from typing import Any
 
 from frognano import __version__
 from frognano.agent.loop import AgentLimits, AgentLoop, AgentResult, ChatModel, Progress, StopReason
-from frognano.agent.model import ModelClient, SamplingConfig
+from frognano.agent.model import ModelClient
+from frognano.agent.request import SamplingConfig
 from frognano.agent.tools.box import ToolBox
 from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.trajectory import TrajectoryWriter
@@ -286,13 +287,7 @@ async def _run_agent(
             repo_dir=str(job.repo_dir.resolve()),
             base_commit=run.base_commit,
             policy=job.policy_source,
-            sampling={
-                "max_tokens": sampling.max_tokens,
-                "temperature": sampling.temperature,
-                "top_p": sampling.top_p,
-                "top_k": sampling.top_k,
-                "enable_thinking": sampling.enable_thinking,
-            },
+            sampling=sampling.summary(),
             sandbox={"backend": job.backend, "mechanism": run.mechanism},
         )
         loop = AgentLoop(

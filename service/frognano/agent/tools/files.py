@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import errno
-import hashlib
 import shlex
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from frognano.agent.tools.common import (
     ToolError,
@@ -16,6 +13,7 @@ from frognano.agent.tools.common import (
     resolve_path,
     split_lines,
 )
+from frognano.agent.tools.filecache import FileCache, sha256
 from frognano.sandbox.base import Sandbox
 
 DEFAULT_READ_LINES = 2000
@@ -25,8 +23,6 @@ and says which offset to continue from."""
 WHOLE_READ_LIMIT = 8 * 1024 * 1024
 """Files up to this size are fetched whole (and can be edited); larger ones are read as a
 window of lines inside the sandbox and must be edited with Bash."""
-CACHE_BYTES = 32 * 1024 * 1024
-CACHE_ENTRIES = 4096
 BINARY_SNIFF = 8192
 SNIPPET_CONTEXT = 4
 _QUOTES = str.maketrans("\u2018\u2019\u201c\u201d", "''\"\"")
@@ -41,55 +37,6 @@ EMPTY_FILE = (
     "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
 )
 SNIPPET_HEADER = "Here's the result of running `cat -n` on a snippet of the edited file:"
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-@dataclass
-class Known:
-    """A file the tools have read or written: its hash, and its bytes while they are cached."""
-
-    digest: str
-    data: bytes | None
-
-
-class FileCache:
-    """What the tools know of each file, least recently used first; bytes bounded in total."""
-
-    def __init__(self, max_bytes: int = CACHE_BYTES, max_entries: int = CACHE_ENTRIES) -> None:
-        self.max_bytes = max_bytes
-        self.max_entries = max_entries
-        self.size = 0
-        self._entries: OrderedDict[str, Known] = OrderedDict()
-
-    def get(self, path: str) -> Known | None:
-        known = self._entries.get(path)
-        if known is not None:
-            self._entries.move_to_end(path)
-        return known
-
-    def put(self, path: str, digest: str, data: bytes | None) -> None:
-        self.forget(path)
-        if data is not None and len(data) > self.max_bytes:
-            data = None
-        self._entries[path] = Known(digest, data)
-        self.size += len(data) if data is not None else 0
-        for old_path, old in self._entries.items():
-            if self.size <= self.max_bytes:
-                break
-            if old.data is not None and old_path != path:
-                self.size -= len(old.data)
-                old.data = None  # the hash stays: the file is still known, just not cached
-        while len(self._entries) > self.max_entries:
-            _, dropped = self._entries.popitem(last=False)
-            self.size -= len(dropped.data) if dropped.data is not None else 0
-
-    def forget(self, path: str) -> None:
-        known = self._entries.pop(path, None)
-        if known is not None and known.data is not None:
-            self.size -= len(known.data)
 
 
 # Compare-and-swap write, run inside the sandbox with the new content on stdin. `expect` is
