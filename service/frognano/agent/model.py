@@ -1,19 +1,18 @@
-"""The model client: one chat completion per agent step, against SGLang's OpenAI-compatible API.
+"""The model client: one chat completion per agent step, against SGLang's OpenAI-compatible API."""
 
-The request body is built as bytes from the conversation's stored fragments (`RequestBody`),
-so its cost does not grow with re-serialising the history and the same conversation always
-gives the same bytes (the openai SDK's `messages=` transform walks the whole history on every
-call, ~100 ms near 131K tokens). It is sent through the SDK's low-level `post`, which keeps
-the SDK's connection pool, headers and error classes. The reply is parsed into an
-`AssistantTurn` whose `message` echoes exactly what the model generated (`reply.py`).
-
-Retries: connection errors, timeouts, 408, 429 and 5xx, with exponential backoff and jitter
-or the server's Retry-After, within `RetryPolicy.attempts` and `budget_seconds`; then
-`ModelUnavailable`. A context overflow (400 whose message says the input is too long) raises
-`ContextOverflow`; 401/403, 404 and other 4xx raise `ModelResponseError` at once, as does a
-200 whose body is not a chat completion (a proxy's error page or a broken server does not
-heal on a retry); see `model_errors.py`.
-"""
+# The request body is built as bytes from the conversation's stored fragments (`RequestBody`),
+# so its cost does not grow with re-serialising the history and the same conversation always
+# gives the same bytes (the openai SDK's `messages=` transform walks the whole history on every
+# call, ~100 ms near 131K tokens). It is sent through the SDK's low-level `post`, which keeps
+# the SDK's connection pool, headers and error classes. The reply is parsed into an
+# `AssistantTurn` whose `message` echoes exactly what the model generated (`reply.py`).
+#
+# Retries: connection errors, timeouts, 408, 429 and 5xx, with exponential backoff and jitter
+# or the server's Retry-After, within `RetryPolicy.attempts` and `budget_seconds`; then
+# `ModelUnavailable`. A context overflow (400 whose message says the input is too long) raises
+# `ContextOverflow`; 401/403, 404 and other 4xx raise `ModelResponseError` at once, as does a
+# 200 whose body is not a chat completion (a proxy's error page or a broken server does not
+# heal on a retry); see `model_errors.py`.
 
 from __future__ import annotations
 

@@ -1,20 +1,19 @@
-"""A chat completion's body parsed into an `AssistantTurn`, with the exact message to echo back.
+"""A chat completion's body parsed into an `AssistantTurn`, with the exact message to echo back."""
 
-The echo is built so that the Qwen3.5 chat template re-renders exactly the text the model
-generated:
-
-- `content` is echoed as received ("" for null) and `reasoning_content` as received (the key
-  left out when null); the template trims both, and splits `</think>` out of a content that
-  still holds the reasoning (a server without `--reasoning-parser`).
-- `tool_calls` are echoed with their `arguments` re-serialised from the parsed JSON, booleans
-  as the strings "true"/"false" and null as "null": the template prints scalar values with
-  `|string`, which would turn the model's `true` into `True`. Objects and arrays are left as
-  they are (the template prints them with `tojson`). Arguments that are not a JSON object are
-  echoed as "{}" (SGLang answers 400 to invalid JSON in the history) while
-  `ToolCall.arguments` keeps the raw text, so validation can report it.
-- Calls parsed from qwen3_coder XML left in `content` (a server without
-  `--tool-call-parser`) are not echoed as `tool_calls`: the content already holds the XML.
-"""
+# The echo is built so that the Qwen3.5 chat template re-renders exactly the text the model
+# generated:
+#
+# - `content` is echoed as received ("" for null) and `reasoning_content` as received (the key
+#   left out when null); the template trims both, and splits `</think>` out of a content that
+#   still holds the reasoning (a server without `--reasoning-parser`).
+# - `tool_calls` are echoed with their `arguments` re-serialised from the parsed JSON, booleans
+#   as the strings "true"/"false" and null as "null": the template prints scalar values with
+#   `|string`, which would turn the model's `true` into `True`. Objects and arrays are left as
+#   they are (the template prints them with `tojson`). Arguments that are not a JSON object are
+#   echoed as "{}" (SGLang answers 400 to invalid JSON in the history) while
+#   `ToolCall.arguments` keeps the raw text, so validation can report it.
+# - Calls parsed from qwen3_coder XML left in `content` (a server without
+#   `--tool-call-parser`) are not echoed as `tool_calls`: the content already holds the XML.
 
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
-"""GitHub App authentication: the App's JWT, and installation tokens narrowed per run.
+"""GitHub App authentication: the App's JWT, and installation tokens narrowed per run."""
 
-A token is minted for ONE repository (`repository_ids`) and only the permissions a stage
-needs (the presets below), through PyGithub's requester since PyGithub cannot narrow by
-repository. Tokens are cached per (installation, repository, permissions) and re-minted
-`refresh_margin` seconds before they expire (GitHub gives them an hour). `drop` forgets an
-installation's tokens when an `installation` event says it changed. GitHub Enterprise Server
-works through the base URL (`https://HOST/api/v3`). Tokens are never logged.
-"""
+# A token is minted for ONE repository (`repository_ids`) and only the permissions a stage
+# needs (the presets below), through PyGithub's requester since PyGithub cannot narrow by
+# repository. Tokens are cached per (installation, repository, permissions) and re-minted
+# `refresh_margin` seconds before they expire (GitHub gives them an hour). `drop` forgets an
+# installation's tokens when an `installation` event says it changed. GitHub Enterprise Server
+# works through the base URL (`https://HOST/api/v3`). Tokens are never logged.
 
 from __future__ import annotations
 

@@ -1,24 +1,23 @@
-"""One retry policy for every GitHub request, and the translation of failures into GitHubError.
+"""One retry policy for every GitHub request, and the translation of failures into GitHubError."""
 
-Each PyGithub call is blocking, so it runs in a thread (`asyncio.to_thread`). PyGithub's own
-retry is switched off (`retry=None`) wherever a client is built, so this is the only policy:
-
-- transient: 5xx; connection errors and timeouts; 403/429 with `Retry-After` (waited as given);
-  403/429 with `x-ratelimit-remaining: 0` (waited until `x-ratelimit-reset` plus a second);
-  403/429 whose message mentions a secondary rate limit (waited `secondary_wait`, at least a
-  minute by default, as GitHub asks); any other 429 (backoff);
-- backoff: `initial_delay` doubled per attempt, capped at `max_delay`, with jitter (half fixed,
-  half random);
-- bounded: at most `attempts` requests, and no wait that would end past `budget_seconds` since
-  the first request; a wait that cannot fit raises at once (GitHubRateLimited /
-  GitHubUnavailable) instead of sleeping uselessly;
-- everything else raises a GitHubError subclass whose message has the status, GitHub's message
-  and what to check.
-
-A request that creates something (a comment, a pull request, a check run) is not blindly
-re-sent: the caller passes `recover`, a lookup run after each transient failure, so a POST that
-GitHub carried out before the connection failed is found instead of repeated.
-"""
+# Each PyGithub call is blocking, so it runs in a thread (`asyncio.to_thread`). PyGithub's own
+# retry is switched off (`retry=None`) wherever a client is built, so this is the only policy:
+#
+# - transient: 5xx; connection errors and timeouts; 403/429 with `Retry-After` (waited as given);
+#   403/429 with `x-ratelimit-remaining: 0` (waited until `x-ratelimit-reset` plus a second);
+#   403/429 whose message mentions a secondary rate limit (waited `secondary_wait`, at least a
+#   minute by default, as GitHub asks); any other 429 (backoff);
+# - backoff: `initial_delay` doubled per attempt, capped at `max_delay`, with jitter (half fixed,
+#   half random);
+# - bounded: at most `attempts` requests, and no wait that would end past `budget_seconds` since
+#   the first request; a wait that cannot fit raises at once (GitHubRateLimited /
+#   GitHubUnavailable) instead of sleeping uselessly;
+# - everything else raises a GitHubError subclass whose message has the status, GitHub's message
+#   and what to check.
+#
+# A request that creates something (a comment, a pull request, a check run) is not blindly
+# re-sent: the caller passes `recover`, a lookup run after each transient failure, so a POST that
+# GitHub carried out before the connection failed is found instead of repeated.
 
 from __future__ import annotations
 
@@ -254,7 +253,7 @@ async def call(
                     github_message=failure.message if failure else None,
                 ) from exc
             log.warning(
-                "github request failed; retrying",
+                "github.retrying",
                 what=what,
                 reason=transient.reason,
                 attempt=attempt,
@@ -265,5 +264,5 @@ async def call(
         if recover is not None:
             found = await recover()
             if found is not None:
-                log.info("github request had succeeded before failing; using its result", what=what)
+                log.info("github.recovered_earlier_success", what=what)
                 return found
