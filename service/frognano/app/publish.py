@@ -26,6 +26,7 @@ from frognano.github.client import RepoClient
 from frognano.github.models import FileChange, PullInfo
 from frognano.log import get_logger
 from frognano.policy.models import PublishPolicy
+from frognano.run.report import RunReport
 
 __all__ = ["Published", "branch_name", "publish", "status_comment", "status_marker"]
 
@@ -76,12 +77,12 @@ def branch_name(policy: PublishPolicy, issue_number: int) -> str:
     return f"{policy.branch_prefix}issue-{int(issue_number)}"
 
 
-def _publishable(report: Mapping[str, Any]) -> None:
+def _publishable(report: RunReport) -> None:
     """Invariant 5: nothing is published unless the gate passed and verification held."""
-    gate = report.get("gate") or {}
-    verification = report.get("verification") or {}
-    outcome = report.get("outcome") or {}
-    if not (outcome.get("patch_ready") and gate.get("passed") and verification.get("held")):
+    gate, verification = report["gate"], report["verification"]
+    gated = gate is not None and gate["passed"]
+    verified = verification is not None and verification["held"]
+    if not (report["outcome"]["patch_ready"] and gated and verified):
         raise ValueError(
             "refusing to publish: the report's patch is not ready (the gate must pass and "
             "verification must hold)"
@@ -191,7 +192,7 @@ async def _reviewers(
 async def publish(
     client: RepoClient,
     *,
-    report: Mapping[str, Any],
+    report: RunReport,
     changes: Sequence[FileChange],
     base_sha: str,
     base_branch: str,
@@ -218,7 +219,7 @@ async def publish(
     message = commit_message(
         issue_number,
         issue_title,
-        str(report.get("summary") or ""),
+        report["summary"],
         co_author_login=labeller,
         co_author_id=labeller_id,
     )

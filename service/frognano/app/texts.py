@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from frognano.app.review import HUMAN_REVIEW_CHECK
+from frognano.run.report import (
+    RUN_STAGES,
+    ComparisonList,
+    FindingRecord,
+    GateRecord,
+    RunReport,
+    SuiteRunKey,
+    SuiteRunRecord,
+    TokensRecord,
+    VerificationRecord,
+)
 
 __all__ = [
     "BODY_BUDGET",
@@ -232,31 +243,30 @@ def pull_request_title(issue_number: int, issue_title: str) -> str:
     return _shorten(f"FrogNano draft for #{issue_number}: {title}", TITLE_LIMIT)
 
 
-def _items(label: str, values: Sequence[Any], limit: int = _LIST_ITEMS) -> str:
-    shown = ", ".join(_code(_shorten(str(value), _ITEM_CHARS)) for value in values[:limit])
+def _items(label: str, values: Sequence[str], limit: int = _LIST_ITEMS) -> str:
+    shown = ", ".join(_code(_shorten(value, _ITEM_CHARS)) for value in values[:limit])
     more = f" and {len(values) - limit:,} more" if len(values) > limit else ""
     return f"- {label} ({len(values):,}): {shown}{more}"
 
 
-def _run_line(label: str, run: Mapping[str, Any] | None) -> str:
+def _run_line(label: str, run: SuiteRunRecord | None) -> str:
     if run is None:
         return f"- {label}: not run"
     extra = []
-    if run.get("exit_code") is not None:
+    if run["exit_code"] is not None:
         extra.append(f"exit code {run['exit_code']}")
-    if run.get("timed_out"):
+    if run["timed_out"]:
         extra.append("timed out")
-    if run.get("duration") is not None:
-        extra.append(f"{float(run['duration']):.1f} s")
-    if run.get("cached"):
+    extra.append(f"{run['duration']:.1f} s")
+    if run["cached"]:
         extra.append("reused from an earlier run")
-    problems = "; ".join(str(problem) for problem in run.get("problems") or ())
+    problems = "; ".join(run["problems"])
     note = f"; not trusted: {_md(problems)}" if problems else ""
-    details = f" ({', '.join(extra)})" if extra else ""
-    return f"- {label}: {_md(str(run.get('summary') or 'no summary'))}{details}{note}"
+    details = f" ({', '.join(extra)})"
+    return f"- {label}: {_md(run['summary'] or 'no summary')}{details}{note}"
 
 
-_COMPARISONS = (
+_COMPARISONS: tuple[tuple[str, ComparisonList], ...] = (
     ("Fixed (failing before, passing now)", "fixed"),
     ("Broken (passing before, failing now)", "broken"),
     ("Still failing", "still_failing"),
@@ -264,7 +274,7 @@ _COMPARISONS = (
     ("Skipped", "skipped"),
     ("Added by the patch, failing without it and passing with it", "new_evidence"),
 )
-_RUN_LINES = (
+_RUN_LINES: tuple[tuple[str, SuiteRunKey], ...] = (
     ("Before (base)", "baseline"),
     ("After (base + patch)", "verification"),
     ("The patch's new tests, with the patch", "new_on_patched"),
@@ -272,14 +282,14 @@ _RUN_LINES = (
 )
 
 
-def _evidence(verification: Mapping[str, Any] | None) -> list[_Part]:
+def _evidence(verification: VerificationRecord | None) -> list[_Part]:
     if verification is None:
         return [_fixed("The patch was not verified.")]
-    state = "held" if verification.get("held") else "did not hold"
+    state = "held" if verification["held"] else "did not hold"
     parts = [
         _Part(
-            f"Rule {_code(str(verification.get('require')))} {state}: "
-            f"{_md(str(verification.get('reason') or '').rstrip('.'))}."
+            f"Rule {_code(verification['require'])} {state}: "
+            f"{_md(verification['reason'].rstrip('.'))}."
         ),
         _fixed(
             "Each test run started from a pristine copy of the base in a fresh sandbox the "
@@ -288,47 +298,46 @@ def _evidence(verification: Mapping[str, Any] | None) -> list[_Part]:
         ),
         _fixed(""),
         *(
-            _Part(_run_line(label, verification.get(key)))
+            _Part(_run_line(label, verification[key]))
             for label, key in _RUN_LINES
-            if verification.get(key) is not None or key in ("baseline", "verification")
+            if verification[key] is not None or key in ("baseline", "verification")
         ),
     ]
-    comparison = verification.get("comparison") or {}
-    for label, key in _COMPARISONS:
-        values = list(comparison.get(key) or ())
-        if values:
-            parts.append(_Part(_items(label, values)))
-    if comparison.get("passing") is not None and comparison:
-        parts.append(_fixed(f"- Passing with the patch: {int(comparison['passing']):,}"))
-    restored = list(verification.get("restored") or ())
+    comparison = verification["comparison"]
+    if comparison is not None:
+        for label, key in _COMPARISONS:
+            if comparison[key]:
+                parts.append(_Part(_items(label, comparison[key])))
+        parts.append(_fixed(f"- Passing with the patch: {comparison['passing']:,}"))
+    restored = verification["restored"]
     if restored:
         parts.append(
             _Part(_items("Protected test and harness files put back to the base", restored))
         )
     else:
         parts.append(_fixed("- Protected test and harness files changed by the agent: none."))
-    limits = [str(limit) for limit in verification.get("limits") or ()]
+    limits = verification["limits"]
     if limits:
         parts.append(_fixed("\n**What this evidence does not show:**\n"))
         parts.append(_Part("\n".join(f"- {_md(limit)}" for limit in limits)))
     return parts
 
 
-def _finding_line(finding: Mapping[str, Any]) -> str:
-    where = f" {_code(str(finding['path']))}" if finding.get("path") else ""
-    line = f" ({_code(str(finding['line']))})" if finding.get("line") else ""
-    severity = _md(str(finding.get("severity", "")))
-    kind = _md(str(finding.get("kind", "")))
-    return f"- **{severity}** {kind}{where}: {_md(str(finding.get('reason', '')))}{line}"
+def _finding_line(finding: FindingRecord) -> str:
+    path, line = finding["path"], finding["line"]
+    where = f" {_code(path)}" if path else ""
+    shown = f" ({_code(line)})" if line else ""
+    severity, kind = _md(finding["severity"]), _md(finding["kind"])
+    return f"- **{severity}** {kind}{where}: {_md(finding['reason'])}{shown}"
 
 
-def _findings(gate: Mapping[str, Any] | None, *, severity: str | None) -> list[_Part]:
+def _findings(gate: GateRecord | None, *, severity: str | None) -> list[_Part]:
     if gate is None:
         return [_fixed("The gate did not run.")]
     findings = [
         finding
-        for finding in gate.get("findings") or ()
-        if severity is None or finding.get("severity") == severity
+        for finding in gate["findings"]
+        if severity is None or finding["severity"] == severity
     ]
     if not findings:
         return [_fixed("None: nothing in the patch conflicts with the policy.")]
@@ -338,51 +347,48 @@ def _findings(gate: Mapping[str, Any] | None, *, severity: str | None) -> list[_
     return [_Part("\n".join(lines))]
 
 
-def _cached(tokens: Mapping[str, Any]) -> str:
-    cached = tokens.get("cached")
+def _cached(tokens: TokensRecord) -> str:
+    cached = tokens["cached"]
     if cached is None:
         return "cache hits not reported"
-    prompt = int(tokens.get("prompt") or 0)
-    share = 100 * int(cached) / prompt if prompt else 0.0
-    return f"{int(cached):,} from the prefix cache, {share:.0f}%"
+    prompt = tokens["prompt"]
+    share = 100 * cached / prompt if prompt else 0.0
+    return f"{cached:,} from the prefix cache, {share:.0f}%"
 
 
-def _seconds(value: Any) -> str:
-    return f"{float(value or 0):.1f} s"
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s"
 
 
-def _statistics(report: Mapping[str, Any]) -> list[str]:
-    tokens = report.get("tokens") or {}
-    durations = dict(report.get("durations") or {})
-    total = durations.pop("total", 0)
-    model = durations.pop("model", 0)
-    tools = durations.pop("tools", 0)
-    stages = ", ".join(f"{_md(str(name))} {_seconds(value)}" for name, value in durations.items())
+def _statistics(report: RunReport) -> list[str]:
+    tokens, durations = report["tokens"], report["durations"]
+    stages = ", ".join(
+        f"{_md(name)} {_seconds(durations[name])}" for name in RUN_STAGES if name in durations
+    )
     lines = [
-        f"- Steps: {int(report.get('steps') or 0):,} of {int(report.get('max_steps') or 0):,}; "
-        f"tool calls: {int(report.get('tool_calls') or 0):,} "
-        f"({int(report.get('tool_errors') or 0):,} failed)",
-        f"- Tokens: {int(tokens.get('prompt') or 0):,} prompt ({_cached(tokens)}), "
-        f"{int(tokens.get('completion') or 0):,} generated",
-        f"- Time: {_seconds(total)} in all; model {_seconds(model)}, tools {_seconds(tools)}"
-        + (f"; stages: {stages}" if stages else ""),
+        f"- Steps: {report['steps']:,} of {report['max_steps']:,}; "
+        f"tool calls: {report['tool_calls']:,} ({report['tool_errors']:,} failed)",
+        f"- Tokens: {tokens['prompt']:,} prompt ({_cached(tokens)}), "
+        f"{tokens['completion']:,} generated",
+        f"- Time: {_seconds(durations['total'])} in all; model {_seconds(durations['model'])}, "
+        f"tools {_seconds(durations['tools'])}" + (f"; stages: {stages}" if stages else ""),
     ]
-    patch = report.get("patch")
-    if patch:
+    patch = report["patch"]
+    if patch is not None:
         lines.append(
-            f"- Patch: {len(patch.get('files') or ()):,} file(s), "
-            f"+{int(patch.get('insertions') or 0):,} -{int(patch.get('deletions') or 0):,}"
+            f"- Patch: {len(patch['files']):,} file(s), "
+            f"+{patch['insertions']:,} -{patch['deletions']:,}"
         )
-    if report.get("stop_reason") and report.get("stop_reason") != "completed":
+    stop = report["stop_reason"]
+    if stop and stop != "completed":
         lines.append(
-            f"- The agent stopped early: {_code(str(report['stop_reason']))} "
-            f"({_md(str(report.get('stop_detail') or ''))})"
+            f"- The agent stopped early: {_code(stop)} ({_md(report['stop_detail'] or '')})"
         )
     return lines
 
 
 def pull_request_body(
-    report: Mapping[str, Any],
+    report: RunReport,
     *,
     issue_number: int,
     link: Literal["refs", "fixes"],
@@ -406,14 +412,14 @@ def pull_request_body(
                 "approval."
             )
         )
-    summary = str(report.get("summary") or "").strip()
+    summary = report["summary"].strip()
     parts += [_fixed("\n## What the agent says\n")]
     if summary:
         parts.append(_Part(_md(summary), render=_quote))
     else:
         parts.append(_fixed("_The agent wrote no summary._"))
-    parts += [_fixed("\n## Test evidence\n"), *_evidence(report.get("verification"))]
-    parts += [_fixed("\n## Gate warnings\n"), *_findings(report.get("gate"), severity="warn")]
+    parts += [_fixed("\n## Test evidence\n"), *_evidence(report["verification"])]
+    parts += [_fixed("\n## Gate warnings\n"), *_findings(report["gate"], severity="warn")]
     parts += [
         _fixed("\n## Run\n"),
         *(_Part(line) for line in _statistics(report)),
@@ -495,10 +501,10 @@ def commit_message(
 # -- check runs --------------------------------------------------------------------------------
 
 
-def _output_block(label: str, run: Mapping[str, Any] | None) -> list[_Part]:
-    if not run or not run.get("output"):
+def _output_block(label: str, run: SuiteRunRecord | None) -> list[_Part]:
+    if run is None or not run["output"]:
         return []
-    text = _CONTROL.sub("", _ANSI.sub("", str(run["output"]))).rstrip("\n")
+    text = _CONTROL.sub("", _ANSI.sub("", run["output"])).rstrip("\n")
     lines = text.split("\n")
     if len(lines) > _OUTPUT_LINES:
         text = f"… ({len(lines) - _OUTPUT_LINES:,} earlier lines not shown)\n" + "\n".join(
@@ -510,14 +516,13 @@ def _output_block(label: str, run: Mapping[str, Any] | None) -> list[_Part]:
     ]
 
 
-def verification_check(report: Mapping[str, Any]) -> tuple[Conclusion, str, str, str]:
+def verification_check(report: RunReport) -> tuple[Conclusion, str, str, str]:
     """The `FrogNano / verification` check run: (conclusion, title, summary, text).
     `success` only when the gate passed and the policy's `require` rule held."""
-    gate = report.get("gate")
-    verification = report.get("verification")
-    gate_passed = bool(gate and gate.get("passed"))
-    held = bool(verification and verification.get("held"))
-    require = _code(str((verification or {}).get("require") or "-"))
+    gate, verification = report["gate"], report["verification"]
+    gate_passed = gate is not None and gate["passed"]
+    held = verification is not None and verification["held"]
+    require = _code(verification["require"] if verification is not None else "-")
     conclusion: Conclusion = "success" if gate_passed and held else "failure"
     if conclusion == "success":
         title = "The gate passed and verification held"
@@ -539,9 +544,9 @@ def verification_check(report: Mapping[str, Any]) -> tuple[Conclusion, str, str,
     ]
     summary = _fit(summary_parts, CHECK_BUDGET)
     text_parts = [_fixed("Test output, most recent lines last.")]
-    if verification:
-        text_parts += _output_block("Before (base)", verification.get("baseline"))
-        text_parts += _output_block("After (base + patch)", verification.get("verification"))
+    if verification is not None:
+        text_parts += _output_block("Before (base)", verification["baseline"])
+        text_parts += _output_block("After (base + patch)", verification["verification"])
     if len(text_parts) == 1:
         text_parts = [_fixed("No test output was recorded.")]
     return conclusion, title, summary, _fit(text_parts, CHECK_BUDGET)
@@ -560,51 +565,50 @@ _STOPS = {
 }
 
 
-def no_pull_request_reason(report: Mapping[str, Any]) -> list[str]:
+_FAILURES: tuple[tuple[str, ComparisonList], ...] = (
+    ("Broken", "broken"),
+    ("Failing differently", "fails_differently"),
+    ("Still failing", "still_failing"),
+)
+
+
+def no_pull_request_reason(report: RunReport) -> list[str]:
     """Markdown lines saying why a run opened no pull request, most decisive first: gate
     findings that block, failing verification, an empty patch, the agent's limits."""
     lines: list[str] = []
-    gate = report.get("gate")
-    verification = report.get("verification")
-    patch = report.get("patch")
-    stop = str(report.get("stop_reason") or "")
-    if report.get("error"):
-        lines.append(f"The run failed: {_md(str(report['error']))}.")
-    elif patch is None or not patch.get("files"):
+    gate, verification, patch = report["gate"], report["verification"], report["patch"]
+    stop = report["stop_reason"] or ""
+    detail = _md(report["stop_detail"] or "")
+    if report["error"]:
+        lines.append(f"The run failed: {_md(report['error'])}.")
+    elif patch is None or not patch["files"]:
         why = _STOPS.get(stop)
-        lines.append(
-            "The agent changed no file"
-            + (f" ({why}: {_md(str(report.get('stop_detail') or ''))})." if why else ".")
-        )
-    elif gate is not None and not gate.get("passed"):
+        lines.append("The agent changed no file" + (f" ({why}: {detail})." if why else "."))
+    elif gate is not None and not gate["passed"]:
         lines.append("The gate blocked the patch:")
-        blocking = [f for f in gate.get("findings") or () if f.get("severity") == "block"]
+        blocking = [f for f in gate["findings"] if f["severity"] == "block"]
         lines += [_finding_line(finding) for finding in blocking[:10]]
         if len(blocking) > 10:
             lines.append(f"- and {len(blocking) - 10:,} more")
-    elif verification is None or not verification.get("held"):
+    elif verification is None or not verification["held"]:
         if verification is None:
             lines.append("The patch was not verified.")
         else:
             lines.append(
                 f"The tests did not support the patch: rule "
-                f"{_code(str(verification.get('require')))} did not hold "
-                f"({_md(str(verification.get('reason') or ''))})."
+                f"{_code(verification['require'])} did not hold "
+                f"({_md(verification['reason'])})."
             )
-            comparison = verification.get("comparison") or {}
-            for label, key in (
-                ("Broken", "broken"),
-                ("Failing differently", "fails_differently"),
-                ("Still failing", "still_failing"),
-            ):
-                values = list(comparison.get(key) or ())
-                if values:
-                    lines.append(_items(label, values, limit=10))
-            lines.append(_run_line("After (base + patch)", verification.get("verification")))
+            comparison = verification["comparison"]
+            for label, key in _FAILURES:
+                if comparison is not None and comparison[key]:
+                    lines.append(_items(label, comparison[key], limit=10))
+            lines.append(_run_line("After (base + patch)", verification["verification"]))
     else:
-        lines.append(_md(str((report.get("outcome") or {}).get("reason") or "unknown")) + ".")
-    if patch and stop in _STOPS and not lines[0].startswith("The agent changed no file"):
-        lines.append(f"Also, {_STOPS[stop]} ({_md(str(report.get('stop_detail') or ''))}).")
+        lines.append(_md(report["outcome"]["reason"] or "unknown") + ".")
+    empty = lines[0].startswith("The agent changed no file")
+    if patch is not None and stop in _STOPS and not empty:
+        lines.append(f"Also, {_STOPS[stop]} ({detail}).")
     return lines
 
 
@@ -685,13 +689,13 @@ def _published(
 
 def _no_pull_request(
     *,
-    report: Mapping[str, Any] | None = None,
+    report: RunReport | None = None,
     reason: str | None = None,
     run_id: str | None = None,
 ) -> str:
     if report is not None:
         lines = no_pull_request_reason(report)
-        run_id = run_id or report.get("run_id")
+        run_id = run_id or report["run_id"]
     elif reason is not None:
         lines = [_md(reason.rstrip(".")) + "."]
     else:

@@ -37,7 +37,8 @@ from frognano.github.models import FileChange
 from frognano.log import bound_contextvars, get_logger
 from frognano.policy.store import PolicyStore
 from frognano.run.baselines import RedisCache
-from frognano.run.pipeline import SolveJob, SolveOutcome, solve
+from frognano.run.job import SolveJob
+from frognano.run.pipeline import SolveOutcome, solve
 from frognano.sandbox.kubernetes.pod import ATTEMPT
 from frognano.sandbox.reaper import delete_attempt_pods, reap_namespace
 from frognano.settings import Settings
