@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack, get_args
 
 import pytest
 
+from frognano.app import status
 from frognano.app.jobs import review_request
+from frognano.app.markdown import BODY_BUDGET, CHECK_BUDGET, neutralise, size
 from frognano.app.publish import Published, publish
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
@@ -18,18 +20,11 @@ from frognano.app.review import (
     review_gate,
 )
 from frognano.app.texts import (
-    BODY_BUDGET,
-    CHECK_BUDGET,
-    STAGES,
     TITLE_LIMIT,
     WARNING,
     commit_message,
-    neutralise,
     pull_request_body,
     pull_request_title,
-    size,
-    status_comment,
-    status_marker,
     verification_check,
 )
 from frognano.app.triggers import ReviewGateCheck
@@ -60,7 +55,7 @@ LABELLER_ID = 4242
 RUN = "20250101-120000-abc123"
 TRAJECTORY = "s3://frognano-trajectories/octo/hello/20250101-120000-abc123.jsonl"
 BRANCH = "frognano/issue-7"
-MARKER = status_marker(7)
+MARKER = status.status_marker(7)
 
 # A mention outside code: `@` + login start, not preceded by a word character.
 MENTION = re.compile(r"(?<![\w])@[A-Za-z0-9]")
@@ -451,63 +446,71 @@ def test_verification_check_fits_with_huge_output() -> None:
 # -- status comments ------------------------------------------------------------------------
 
 
-STAGE_FACTS: dict[str, dict[str, Any]] = {
-    "queued": {"run_id": RUN},
-    "already_running": {"run_id": RUN, "label": "frognano"},
-    "working": {"step": 3, "max_steps": 150, "tool": "Bash", "run_id": RUN},
-    "testing": {"run_id": RUN},
-    "published": {"url": "https://github.com/octo/hello/pull/12"},
-    "no_pull_request": {"report": make_report()},
-    "cancelled": {"reason": "the label was removed", "run_id": RUN},
-    "error": {"run_id": RUN},
-}
+STAGES: list[status.Stage] = [
+    status.Queued(run_id=RUN),
+    status.AlreadyRunning(run_id=RUN, label="frognano"),
+    status.Working(step=3, max_steps=150, tool="Bash", run_id=RUN),
+    status.Testing(run_id=RUN),
+    status.Published(url="https://github.com/octo/hello/pull/12"),
+    status.NoPullRequest(why=make_report()),
+    status.Cancelled(reason="the label was removed", run_id=RUN),
+    status.Error(run_id=RUN),
+]
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_every_stage_starts_with_the_marker(stage: Any) -> None:
-    body = status_comment(stage, marker=MARKER, **STAGE_FACTS[stage])
+def test_every_stage_is_listed() -> None:
+    assert [type(stage) for stage in STAGES] == list(get_args(status.Stage))
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda stage: type(stage).__name__)
+def test_every_stage_starts_with_the_marker(stage: status.Stage) -> None:
+    body = status.status_comment(stage, marker=MARKER)
     assert body.startswith(MARKER + "\n")
     assert body.count("<!--") == 1
     assert len(body) < 1_500
     assert "FrogNano" in body
 
 
+def comment(stage: status.Stage) -> str:
+    return status.status_comment(stage, marker=MARKER)
+
+
 def test_stage_texts() -> None:
     assert MARKER == "<!-- frognano:status issue=7 -->"
-    working = status_comment("working", marker=MARKER, step=3, max_steps=150, tool="Bash")
+    working = comment(status.Working(step=3, max_steps=150, tool="Bash"))
     assert "step 3 of at most 150; now running `Bash`" in working
-    published = status_comment("published", marker=MARKER, **STAGE_FACTS["published"])
+    published = comment(status.Published(url="https://github.com/octo/hello/pull/12"))
     assert "draft pull request: #12** (https://github.com/octo/hello/pull/12)" in published
-    normal = status_comment("published", marker=MARKER, url="https://x/y", number=3, draft=False)
+    normal = comment(status.Published(url="https://x/y", number=3, draft=False))
     assert "**FrogNano opened a pull request: #3** (https://x/y)" in normal
     assert "cannot have drafts" in normal
-    reason = status_comment("no_pull_request", marker=MARKER, reason="the agent gave up @bob")
+    reason = comment(status.NoPullRequest(why="the agent gave up @bob"))
     assert "opened no pull request.**\n\nthe agent gave up @\u200dbob." in reason
-    with pytest.raises(TypeError, match="report or a reason"):
-        status_comment("no_pull_request", marker=MARKER)
-    cancelled = status_comment("cancelled", marker=MARKER, reason="the label was removed")
+    cancelled = comment(status.Cancelled(reason="the label was removed"))
     assert "cancelled** (the label was removed)" in cancelled
-    error = status_comment("error", marker=MARKER, run_id=RUN)
+    error = comment(status.Error(run_id=RUN))
     assert f"run `{RUN}` in the worker's logs" in error
-    running = status_comment("already_running", marker=MARKER, run_id=RUN)
+    running = comment(status.AlreadyRunning(run_id=RUN))
     assert "already working on this issue" in running
 
 
 def test_status_comment_refusals() -> None:
-    with pytest.raises(ValueError, match="no status comment"):
-        status_comment("unauthorised", marker=MARKER)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="unknown status stage"):
-        status_comment("sleeping", marker=MARKER)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="marker"):
-        status_comment("queued", marker="<!-- other -->")
+        status.status_comment(status.Queued(), marker="<!-- other -->")
+    # A missing or unknown fact is a type error (mypy checks the ignores below are needed)
+    # and fails at run time too.
     with pytest.raises(TypeError):
-        status_comment("working", marker=MARKER, step=1)  # max_steps missing
+        status.Working(step=1)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        status_comment("queued", marker=MARKER, colour="green")
+        status.Queued(colour="green")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        status.NoPullRequest()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        status.Working(3, 150)  # type: ignore[call-arg]  # facts are named
 
 
 def no_pr(report: RunReport) -> str:
-    return status_comment("no_pull_request", marker=MARKER, report=report)
+    return comment(status.NoPullRequest(why=report))
 
 
 def test_no_pull_request_reasons() -> None:

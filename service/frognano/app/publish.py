@@ -18,8 +18,6 @@ from frognano.app.texts import (
     commit_message,
     pull_request_body,
     pull_request_title,
-    status_comment,
-    status_marker,
     verification_check,
 )
 from frognano.github.client import RepoClient
@@ -28,7 +26,7 @@ from frognano.log import get_logger
 from frognano.policy.models import PublishPolicy
 from frognano.run.report import RunReport
 
-__all__ = ["Published", "branch_name", "publish", "status_comment", "status_marker"]
+__all__ = ["Published", "branch_name", "publish"]
 
 log = get_logger(__name__)
 
