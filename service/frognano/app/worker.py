@@ -39,6 +39,7 @@ from frognano.app.status import (
     Testing,
     Working,
     status_comment,
+    status_marker,
 )
 from frognano.errors import FrogNanoError, SandboxBusy
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
@@ -101,10 +102,6 @@ class WorkerDeps:
 
 class RunCancelled(Exception):
     """The issue's run was cancelled (label removed, issue closed)."""
-
-
-def status_marker(number: int) -> str:
-    return f"<!-- frognano:status issue={number} -->"
 
 
 async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]) -> str:
@@ -513,5 +510,4 @@ __all__ = [
     "make_worker",
     "recover_orphans",
     "run_issue",
-    "status_marker",
 ]
