@@ -10,6 +10,7 @@ from typing import Any, Literal
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
+    complete_review_check,
     evaluate,
     review_marker,
 )
@@ -148,17 +149,11 @@ async def _human_review_check(
     ]
     if existing and existing[0].status == "completed":
         return existing[0].id
+    # No review yet: the same verdict, and so the same texts, the review gate would write.
     verdict = evaluate(
         [], head_sha=head_sha, labeller=labeller, app_login=app_login, permissions={}
     )
-    return await client.upsert_check_run(
-        head_sha,
-        HUMAN_REVIEW_CHECK,
-        status="completed",
-        conclusion=verdict.conclusion,
-        title=verdict.title,
-        summary=verdict.summary,
-    )
+    return await complete_review_check(client, head_sha, verdict)
 
 
 async def _reviewers(
