@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from typing import Any, TypedDict, Unpack, get_args
 
 import pytest
 
+from frognano.app import status
 from frognano.app.jobs import review_request
+from frognano.app.markdown import BODY_BUDGET, CHECK_BUDGET, neutralise, size
 from frognano.app.publish import Published, publish
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
@@ -18,25 +20,31 @@ from frognano.app.review import (
     review_gate,
 )
 from frognano.app.texts import (
-    BODY_BUDGET,
-    CHECK_BUDGET,
-    STAGES,
     TITLE_LIMIT,
     WARNING,
     commit_message,
-    neutralise,
     pull_request_body,
     pull_request_title,
-    size,
-    status_comment,
-    status_marker,
     verification_check,
 )
 from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import PUBLISH, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.models import BODY_LIMIT, CHECK_TEXT_LIMIT, FileChange
+from frognano.policy.findings import Severity
 from frognano.policy.models import PublishPolicy
+from frognano.run.outcomes import Role
+from frognano.run.report import (
+    ComparisonRecord,
+    FindingRecord,
+    GateRecord,
+    OutcomeRecord,
+    PatchRecord,
+    RunReport,
+    SuiteRunKey,
+    SuiteRunRecord,
+    VerificationRecord,
+)
 from tests.fakes.app_env import *  # noqa: F403 (the fixtures)
 from tests.fakes.app_env import FILES, REPO, MakeClient, Sleeps, make_transport
 from tests.fakes.github import FakeGitHub, HTTPError
@@ -48,7 +56,7 @@ LABELLER_ID = 4242
 RUN = "20250101-120000-abc123"
 TRAJECTORY = "s3://frognano-trajectories/octo/hello/20250101-120000-abc123.jsonl"
 BRANCH = "frognano/issue-7"
-MARKER = status_marker(7)
+MARKER = status.status_marker(7)
 
 # A mention outside code: `@` + login start, not preceded by a word character.
 MENTION = re.compile(r"(?<![\w])@[A-Za-z0-9]")
@@ -59,12 +67,48 @@ CLOSING = re.compile(
 )
 
 
-def make_report(**overrides: Any) -> dict[str, Any]:
+class ReportParts(TypedDict, total=False):
+    """The parts of a report the tests below change."""
+
+    outcome: OutcomeRecord
+    summary: str
+    stop_reason: str | None
+    stop_detail: str | None
+    patch: PatchRecord | None
+    verification: VerificationRecord | None
+    gate: GateRecord | None
+    error: str | None
+
+
+def suite_run(role: Role, summary: str, duration: float, output: str) -> SuiteRunRecord:
+    return {
+        "role": role,
+        "command": "pytest",
+        "exit_code": 1,
+        "passed": False,
+        "complete": True,
+        "timed_out": False,
+        "cached": False,
+        "summary": summary,
+        "duration": duration,
+        "tests": {},
+        "failures": {},
+        "collection_errors": {},
+        "problems": [],
+        "output": output,
+    }
+
+
+def finding(severity: Severity, kind: str, reason: str, path: str | None) -> FindingRecord:
+    return {"severity": severity, "kind": kind, "reason": reason, "path": path, "line": None}
+
+
+def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
     """A report as `build_report` writes it for a publishable run."""
-    report: dict[str, Any] = {
+    report: RunReport = {
         "run_id": RUN,
         "frognano": "0.1.0",
-        "started_at": 1.0,
+        "started_at": "2025-01-01T12:00:00+00:00",
         "repo": REPO,
         "repo_dir": "/tmp/x",
         "issue_title": "Crash on empty input",
@@ -79,67 +123,88 @@ def make_report(**overrides: Any) -> dict[str, Any]:
         "tool_errors": 2,
         "tools_used": {"Read": 10, "Edit": 5, "Bash": 15},
         "truncated_turns": 0,
+        "format_reminders": 0,
         "compactions": 0,
         "durations": {"total": 300.0, "agent": 250.0, "verify": 40.0, "model": 200.0, "tools": 50},
         "sandbox": {"backend": "local", "mechanism": "bwrap"},
         "base_commit": "0" * 40,
-        "patch": {"files": ["src/app.py", "tests/test_app.py"], "insertions": 10, "deletions": 2},
+        "patch": {
+            "files": ["src/app.py", "tests/test_app.py"],
+            "insertions": 10,
+            "deletions": 2,
+            "bytes": 900,
+        },
         "verification": {
-            "require": "fixes_or_passes",
+            "require": "fail_to_pass",
             "held": True,
             "reason": "1 test fixed, none broken",
+            "baseline_usable": True,
             "restored": ["tests/test_old.py"],
+            "restored_why": {"tests/test_old.py": "a protected test file"},
             "effective_files": ["src/app.py", "tests/test_app.py"],
+            "new_test_files": [],
             "comparison": {
                 "fixed": ["tests/test_app.py::test_empty"],
                 "broken": [],
                 "still_failing": ["tests/test_app.py::test_flaky"],
+                "fails_differently": [],
                 "skipped": ["tests/test_app.py::test_slow"],
+                "new_tests": [],
+                "new_evidence": [],
                 "passing": 41,
             },
-            "baseline": {
-                "command": "pytest",
-                "exit_code": 1,
-                "passed": False,
-                "timed_out": False,
-                "summary": "40 passed, 2 failed, 1 skipped",
-                "duration": 3.5,
-                "tests": None,
-                "report_note": None,
-                "output": "collected 43 items\nFAILED test_empty\n",
-            },
-            "verification": {
-                "command": "pytest",
-                "exit_code": 1,
-                "passed": False,
-                "timed_out": False,
-                "summary": "41 passed, 1 failed, 1 skipped",
-                "duration": 3.7,
-                "tests": None,
-                "report_note": None,
-                "output": "collected 43 items\nFAILED test_flaky\n",
-            },
+            "baseline": suite_run(
+                "baseline",
+                "40 passed, 2 failed, 1 skipped",
+                3.5,
+                "collected 43 items\nFAILED test_empty\n",
+            ),
+            "verification": suite_run(
+                "patched",
+                "41 passed, 1 failed, 1 skipped",
+                3.7,
+                "collected 43 items\nFAILED test_flaky\n",
+            ),
+            "new_on_patched": None,
+            "new_on_base": None,
+            "notes": [],
+            "limits": [],
         },
         "gate": {
             "passed": True,
-            "findings": [
-                {
-                    "severity": "warn",
-                    "kind": "large_file",
-                    "reason": "the file is large",
-                    "path": "src/data.json",
-                    "line": None,
-                }
-            ],
+            "findings": [finding("warn", "large_file", "the file is large", "src/data.json")],
         },
         "policy": {"source": "policies/default.yaml", "repo": REPO, "effective": {}},
         "error": None,
     }
-    report.update(overrides)
-    return report
+    return {**report, **overrides}
 
 
-def body_of(report: dict[str, Any] | None = None, **kwargs: Any) -> str:
+def verification_of(report: RunReport) -> VerificationRecord:
+    verification = report["verification"]
+    assert verification is not None
+    return verification
+
+
+def comparison_of(report: RunReport) -> ComparisonRecord:
+    comparison = verification_of(report)["comparison"]
+    assert comparison is not None
+    return comparison
+
+
+def suite_of(report: RunReport, key: SuiteRunKey) -> SuiteRunRecord:
+    run = verification_of(report)[key]
+    assert run is not None
+    return run
+
+
+def gate_of(report: RunReport) -> GateRecord:
+    gate = report["gate"]
+    assert gate is not None
+    return gate
+
+
+def body_of(report: RunReport | None = None, **kwargs: Any) -> str:
     options: dict[str, Any] = {
         "issue_number": 7,
         "link": "refs",
@@ -177,7 +242,7 @@ def test_body_sections_in_order() -> None:
         < body.index("## Run")
     )
     assert "> Handle empty input in `parse()`." in body  # model output is quoted
-    assert "Rule `fixes_or_passes` held: 1 test fixed, none broken." in body
+    assert "Rule `fail_to_pass` held: 1 test fixed, none broken." in body
     assert "- Before (base): 40 passed, 2 failed, 1 skipped (exit code 1, 3.5 s)" in body
     assert "- After (base + patch): 41 passed, 1 failed, 1 skipped (exit code 1, 3.7 s)" in body
     assert "- Fixed (failing before, passing now) (1): `tests/test_app.py::test_empty`" in body
@@ -198,11 +263,11 @@ def test_body_sections_in_order() -> None:
 
 
 def test_fixes_link_and_only_warn_findings() -> None:
-    gate = {
+    gate: GateRecord = {
         "passed": True,
         "findings": [
-            {"severity": "warn", "kind": "executable", "reason": "now executable", "path": "a"},
-            {"severity": "block", "kind": "secret", "reason": "never shown", "path": "b"},
+            finding("warn", "executable", "now executable", "a"),
+            finding("block", "secret", "never shown", "b"),
         ],
     }
     body = body_of(make_report(gate=gate), link="fixes")
@@ -217,7 +282,7 @@ def test_fixes_link_and_only_warn_findings() -> None:
 def test_body_without_findings_or_cache_figures() -> None:
     report = make_report(gate={"passed": True, "findings": []})
     report["tokens"]["cached"] = None
-    report["verification"]["restored"] = []
+    verification_of(report)["restored"] = []
     body = body_of(report)
     assert "None: nothing in the patch conflicts with the policy." in body
     assert "cache hits not reported" in body
@@ -243,10 +308,9 @@ def test_huge_summary_is_cut_with_a_note_and_the_link_line_kept() -> None:
 
 def test_longest_parts_are_cut_first() -> None:
     report = make_report(summary="s" * 120_000)
-    verification = report["verification"]
-    verification["comparison"]["fixed"] = [f"tests/t.py::test_{i}_{'x' * 150}" for i in range(60)]
-    verification["reason"] = "r" * 70_000
-    verification["baseline"]["summary"] = "short summary"
+    comparison_of(report)["fixed"] = [f"tests/t.py::test_{i}_{'x' * 150}" for i in range(60)]
+    verification_of(report)["reason"] = "r" * 70_000
+    suite_of(report, "baseline")["summary"] = "short summary"
     body = body_of(report)
     assert size(body) <= BODY_BUDGET
     assert body.count("characters cut to fit") == 2  # the summary and the reason
@@ -273,8 +337,8 @@ INJECTION = (
 
 def test_model_text_cannot_mention_close_or_hide() -> None:
     report = make_report(summary=INJECTION)
-    report["verification"]["comparison"]["fixed"] = ["test_x[@admin fixes #9]"]
-    report["gate"]["findings"][0]["path"] = "docs/@root.md"
+    comparison_of(report)["fixed"] = ["test_x[@admin fixes #9]"]
+    gate_of(report)["findings"][0]["path"] = "docs/@root.md"
     body = body_of(report)
     assert not MENTION.search(body)
     assert CLOSING.findall(body) == []  # `Refs #7` is not a keyword
@@ -340,7 +404,7 @@ def test_verification_check_success() -> None:
     conclusion, title, summary, text = verification_check(make_report())
     assert conclusion == "success"
     assert title == "The gate passed and verification held"
-    assert "**The gate passed and rule `fixes_or_passes` held.**" in summary
+    assert "**The gate passed and rule `fail_to_pass` held.**" in summary
     assert "- Fixed (failing before, passing now) (1)" in summary
     assert "- **warn** large_file" in summary
     assert "FAILED test_flaky" in text
@@ -349,13 +413,12 @@ def test_verification_check_success() -> None:
 
 def test_verification_check_failures() -> None:
     blocked = make_report(
-        gate={"passed": False, "findings": [{"severity": "block", "kind": "secret",
-                                             "reason": "a key", "path": "k"}]}
-    )  # fmt: skip
+        gate={"passed": False, "findings": [finding("block", "secret", "a key", "k")]}
+    )
     assert verification_check(blocked)[:2] == ("failure", "The gate blocked the patch")
     assert "- **block** secret `k`: a key" in verification_check(blocked)[2]
     failing = make_report()
-    failing["verification"]["held"] = False
+    verification_of(failing)["held"] = False
     assert verification_check(failing)[:2] == ("failure", "Verification failed")
     assert "did not hold" in verification_check(failing)[2]
     unverified = make_report(verification=None)
@@ -368,10 +431,10 @@ def test_verification_check_failures() -> None:
 def test_verification_check_fits_with_huge_output() -> None:
     report = make_report()
     output = "".join(f"line {i} " + "o" * 100 + "\n" for i in range(200)) + "LAST LINE ```\n"
-    report["verification"]["verification"]["output"] = output
-    report["verification"]["baseline"]["output"] = "b" * 300_000  # one huge line
-    report["verification"]["comparison"]["still_failing"] = ["t" * 5000] * 500
-    report["verification"]["reason"] = "q" * 100_000
+    suite_of(report, "verification")["output"] = output
+    suite_of(report, "baseline")["output"] = "b" * 300_000  # one huge line
+    comparison_of(report)["still_failing"] = ["t" * 5000] * 500
+    verification_of(report)["reason"] = "q" * 100_000
     _, _, summary, text = verification_check(report)
     assert size(summary) <= CHECK_BUDGET < CHECK_TEXT_LIMIT
     assert size(text) <= CHECK_BUDGET
@@ -384,63 +447,71 @@ def test_verification_check_fits_with_huge_output() -> None:
 # -- status comments ------------------------------------------------------------------------
 
 
-STAGE_FACTS: dict[str, dict[str, Any]] = {
-    "queued": {"run_id": RUN},
-    "already_running": {"run_id": RUN, "label": "frognano"},
-    "working": {"step": 3, "max_steps": 150, "tool": "Bash", "run_id": RUN},
-    "testing": {"run_id": RUN},
-    "published": {"url": "https://github.com/octo/hello/pull/12"},
-    "no_pull_request": {"report": make_report()},
-    "cancelled": {"reason": "the label was removed", "run_id": RUN},
-    "error": {"run_id": RUN},
-}
+STAGES: list[status.Stage] = [
+    status.Queued(run_id=RUN),
+    status.AlreadyRunning(run_id=RUN, label="frognano"),
+    status.Working(step=3, max_steps=150, tool="Bash", run_id=RUN),
+    status.Testing(run_id=RUN),
+    status.Published(url="https://github.com/octo/hello/pull/12"),
+    status.NoPullRequest(why=make_report()),
+    status.Cancelled(reason="the label was removed", run_id=RUN),
+    status.Error(run_id=RUN),
+]
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_every_stage_starts_with_the_marker(stage: Any) -> None:
-    body = status_comment(stage, marker=MARKER, **STAGE_FACTS[stage])
+def test_every_stage_is_listed() -> None:
+    assert [type(stage) for stage in STAGES] == list(get_args(status.Stage))
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda stage: type(stage).__name__)
+def test_every_stage_starts_with_the_marker(stage: status.Stage) -> None:
+    body = status.status_comment(stage, marker=MARKER)
     assert body.startswith(MARKER + "\n")
     assert body.count("<!--") == 1
     assert len(body) < 1_500
     assert "FrogNano" in body
 
 
+def comment(stage: status.Stage) -> str:
+    return status.status_comment(stage, marker=MARKER)
+
+
 def test_stage_texts() -> None:
     assert MARKER == "<!-- frognano:status issue=7 -->"
-    working = status_comment("working", marker=MARKER, step=3, max_steps=150, tool="Bash")
+    working = comment(status.Working(step=3, max_steps=150, tool="Bash"))
     assert "step 3 of at most 150; now running `Bash`" in working
-    published = status_comment("published", marker=MARKER, **STAGE_FACTS["published"])
+    published = comment(status.Published(url="https://github.com/octo/hello/pull/12"))
     assert "draft pull request: #12** (https://github.com/octo/hello/pull/12)" in published
-    normal = status_comment("published", marker=MARKER, url="https://x/y", number=3, draft=False)
+    normal = comment(status.Published(url="https://x/y", number=3, draft=False))
     assert "**FrogNano opened a pull request: #3** (https://x/y)" in normal
     assert "cannot have drafts" in normal
-    reason = status_comment("no_pull_request", marker=MARKER, reason="the agent gave up @bob")
+    reason = comment(status.NoPullRequest(why="the agent gave up @bob"))
     assert "opened no pull request.**\n\nthe agent gave up @\u200dbob." in reason
-    with pytest.raises(TypeError, match="report or a reason"):
-        status_comment("no_pull_request", marker=MARKER)
-    cancelled = status_comment("cancelled", marker=MARKER, reason="the label was removed")
+    cancelled = comment(status.Cancelled(reason="the label was removed"))
     assert "cancelled** (the label was removed)" in cancelled
-    error = status_comment("error", marker=MARKER, run_id=RUN)
+    error = comment(status.Error(run_id=RUN))
     assert f"run `{RUN}` in the worker's logs" in error
-    running = status_comment("already_running", marker=MARKER, run_id=RUN)
+    running = comment(status.AlreadyRunning(run_id=RUN))
     assert "already working on this issue" in running
 
 
 def test_status_comment_refusals() -> None:
-    with pytest.raises(ValueError, match="no status comment"):
-        status_comment("unauthorised", marker=MARKER)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="unknown status stage"):
-        status_comment("sleeping", marker=MARKER)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="marker"):
-        status_comment("queued", marker="<!-- other -->")
+        status.status_comment(status.Queued(), marker="<!-- other -->")
+    # A missing or unknown fact is a type error (mypy checks the ignores below are needed)
+    # and fails at run time too.
     with pytest.raises(TypeError):
-        status_comment("working", marker=MARKER, step=1)  # max_steps missing
+        status.Working(step=1)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        status_comment("queued", marker=MARKER, colour="green")
+        status.Queued(colour="green")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        status.NoPullRequest()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        status.Working(3, 150)  # type: ignore[call-arg]  # facts are named
 
 
-def no_pr(report: dict[str, Any]) -> str:
-    return status_comment("no_pull_request", marker=MARKER, report=report)
+def no_pr(report: RunReport) -> str:
+    return comment(status.NoPullRequest(why=report))
 
 
 def test_no_pull_request_reasons() -> None:
@@ -449,12 +520,13 @@ def test_no_pull_request_reasons() -> None:
         gate={
             "passed": False,
             "findings": [
-                {"severity": "block", "kind": "forbidden_path", "reason": "CI files are off "
-                 "limits", "path": ".github/workflows/ci.yml"},
-                {"severity": "warn", "kind": "large_file", "reason": "big", "path": "x"},
+                finding(
+                    "block", "forbidden_path", "CI files are off limits", ".github/workflows/ci.yml"
+                ),
+                finding("warn", "large_file", "big", "x"),
             ],
         },
-    )  # fmt: skip
+    )
     text = no_pr(blocked)
     assert "The gate blocked the patch:" in text
     assert "`.github/workflows/ci.yml`: CI files are off limits" in text
@@ -462,11 +534,11 @@ def test_no_pull_request_reasons() -> None:
     assert f"Run `{RUN}`" in text
 
     failing = make_report(outcome={"patch_ready": False, "reason": "verification failed"})
-    failing["verification"]["held"] = False
-    failing["verification"]["reason"] = "1 test broken"
-    failing["verification"]["comparison"]["broken"] = ["tests/test_a.py::test_b"]
+    verification_of(failing)["held"] = False
+    verification_of(failing)["reason"] = "1 test broken"
+    comparison_of(failing)["broken"] = ["tests/test_a.py::test_b"]
     text = no_pr(failing)
-    assert "rule `fixes_or_passes` did not hold (1 test broken)" in text
+    assert "rule `fail_to_pass` did not hold (1 test broken)" in text
     assert "- Broken (1): `tests/test_a.py::test_b`" in text
     assert "- After (base + patch): 41 passed" in text
 
@@ -479,7 +551,11 @@ def test_no_pull_request_reasons() -> None:
         stop_detail="150 steps",
     )
     assert "The agent changed no file (the agent used all its steps: 150 steps)." in no_pr(nothing)
-    idle = make_report(patch={"files": []}, verification=None, gate=None)
+    idle = make_report(
+        patch={"files": [], "insertions": 0, "deletions": 0, "bytes": 0},
+        verification=None,
+        gate=None,
+    )
     assert "The agent changed no file." in no_pr(idle)
 
     timed = copy.deepcopy(failing)
@@ -527,7 +603,7 @@ async def run_publish(
     *,
     repo: str = REPO,
     changes: list[FileChange] | None = None,
-    report: dict[str, Any] | None = None,
+    report: RunReport | None = None,
     policy: PublishPolicy = POLICY,
 ) -> Published:
     return await publish(
@@ -764,11 +840,11 @@ async def test_a_lost_pull_creation_response_still_makes_one_pull_request(
 
 async def test_an_unpublishable_report_writes_nothing(fake: FakeGitHub, client: RepoClient) -> None:
     blocked = make_report(outcome={"patch_ready": False, "reason": "blocked"})
-    blocked["gate"]["passed"] = False
+    gate_of(blocked)["passed"] = False
     with pytest.raises(ValueError, match="refusing to publish"):
         await run_publish(client, fake, report=blocked)
     failing = make_report()
-    failing["verification"]["held"] = False
+    verification_of(failing)["held"] = False
     with pytest.raises(ValueError, match="refusing to publish"):
         await run_publish(client, fake, report=failing)
     assert [r for r in fake.requests if r.method != "GET" and "/repos/" in r.path] == []

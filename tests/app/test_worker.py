@@ -25,9 +25,10 @@ from redis.asyncio import Redis
 
 from frognano.app.intake import IntakeQueue
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
+from frognano.app.status import status_marker
 from frognano.app.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
 from frognano.app.web import create_app
-from frognano.app.worker import WorkerDeps, make_worker, run_issue, status_marker
+from frognano.app.worker import WorkerDeps, make_worker, run_issue
 from frognano.github.auth import GitHubApp
 from frognano.github.retry import RetryPolicy, Transport
 from frognano.policy.store import PolicyStore

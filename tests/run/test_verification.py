@@ -11,7 +11,9 @@ import pytest
 
 from frognano.policy.models import EffectivePolicy, VerifyPolicy
 from frognano.run.apply import AppliedFile
-from frognano.run.pipeline import SolveJob, SolveOutcome, solve
+from frognano.run.job import SolveJob
+from frognano.run.pipeline import SolveOutcome, solve
+from frognano.run.report import ComparisonRecord, SuiteRunKey, SuiteRunRecord, VerificationRecord
 from frognano.settings import Settings
 from tests.fakes.model_server import ScriptedModelServer, Turn
 
@@ -44,6 +46,30 @@ def read(path: str) -> Turn:
 def edit(path: str, old: str, new: str) -> Turn:
     return Turn(calls=[("Edit", {"file_path": f"/workspace/{path}", "old_string": old,
                                  "new_string": new})])  # fmt: skip
+
+
+def verified(outcome: SolveOutcome) -> VerificationRecord:
+    verification = outcome.report["verification"]
+    assert verification is not None
+    return verification
+
+
+def compared(outcome: SolveOutcome) -> ComparisonRecord:
+    comparison = verified(outcome)["comparison"]
+    assert comparison is not None
+    return comparison
+
+
+def suite(outcome: SolveOutcome, key: SuiteRunKey) -> SuiteRunRecord:
+    run = verified(outcome)[key]
+    assert run is not None
+    return run
+
+
+def patched_files(outcome: SolveOutcome) -> list[str]:
+    patch = outcome.report["patch"]
+    assert patch is not None
+    return patch["files"]
 
 
 DONE = Turn(content="Done.")
@@ -80,12 +106,11 @@ async def test_a_real_fix_is_accepted(tmp_path: Path) -> None:
     assert outcome.changes == (
         AppliedFile("calc.py", "100644", (CALC[:14] + GUARD + CALC[14:]).encode()),
     )
-    verification = outcome.report["verification"]
-    assert verification["held"]
-    assert verification["comparison"]["fixed"] == [FAILING]
-    assert verification["comparison"]["broken"] == []
-    assert verification["baseline"]["tests"] == {FAILING: "failed", PASSING: "passed"}
-    assert verification["verification"]["tests"] == {FAILING: "passed", PASSING: "passed"}
+    assert verified(outcome)["held"]
+    assert compared(outcome)["fixed"] == [FAILING]
+    assert compared(outcome)["broken"] == []
+    assert suite(outcome, "baseline")["tests"] == {FAILING: "failed", PASSING: "passed"}
+    assert suite(outcome, "verification")["tests"] == {FAILING: "passed", PASSING: "passed"}
     assert outcome.report["gate"] == {"passed": True, "findings": []}
     assert "Rule `fail_to_pass` held" in (tmp_path / "out" / "report.md").read_text()
 
@@ -103,14 +128,16 @@ CHEAT = [
 async def test_an_edited_test_does_not_certify_its_fix(tmp_path: Path) -> None:
     outcome = await run(tmp_path, CHEAT)
     assert not outcome.patch_ready
-    verification = outcome.report["verification"]
+    verification = verified(outcome)
     assert verification["restored"] == ["tests/test_calc.py"]
     assert verification["effective_files"] == ["calc.py"]
-    assert verification["comparison"]["still_failing"] == [FAILING]
-    assert verification["comparison"]["fixed"] == []
+    assert compared(outcome)["still_failing"] == [FAILING]
+    assert compared(outcome)["fixed"] == []
     assert "verification failed (fail_to_pass): the patch changes nothing" not in outcome.reason
     assert "none of the 1 test(s) that fail on the base passes with the patch" in outcome.reason
-    kinds = {(f["kind"], f["severity"]) for f in outcome.report["gate"]["findings"]}
+    gate = outcome.report["gate"]
+    assert gate is not None
+    kinds = {(f["kind"], f["severity"]) for f in gate["findings"]}
     assert ("protected_change", "warn") in kinds
 
 
@@ -121,7 +148,7 @@ async def test_block_mode_fails_the_gate_for_an_edited_test(tmp_path: Path) -> N
     assert outcome.reason.startswith("the gate blocked the patch: ")
     assert "tests/test_calc.py" in outcome.reason
     # The real fix in calc.py still shows in the evidence, with the test restored.
-    assert outcome.report["verification"]["comparison"]["fixed"] == [FAILING]
+    assert compared(outcome)["fixed"] == [FAILING]
 
 
 async def test_a_patch_that_breaks_a_passing_test_is_refused(tmp_path: Path) -> None:
@@ -129,7 +156,7 @@ async def test_a_patch_that_breaks_a_passing_test_is_refused(tmp_path: Path) -> 
                   GUARD + "    return sum(xs) / len(xs) + 1")  # fmt: skip
     outcome = await run(tmp_path, [read("calc.py"), breaks, DONE])
     assert not outcome.patch_ready
-    comparison = outcome.report["verification"]["comparison"]
+    comparison = compared(outcome)
     assert comparison["fixed"] == [FAILING]
     assert comparison["broken"] == [PASSING]
     assert f"1 test(s) that passed on the base do not pass with the patch: {PASSING}" in (
@@ -141,7 +168,7 @@ async def test_a_patch_with_no_effect_is_refused(tmp_path: Path) -> None:
     no_effect = edit("calc.py", "def mean(xs):\n", "def mean(xs):\n    # TODO: empty lists\n")
     outcome = await run(tmp_path, [read("calc.py"), no_effect, DONE])
     assert not outcome.patch_ready
-    assert outcome.report["verification"]["comparison"]["still_failing"] == [FAILING]
+    assert compared(outcome)["still_failing"] == [FAILING]
     assert "none of the 1 test(s) that fail on the base passes with the patch" in outcome.reason
     # With `no_regressions` the same patch passes: nothing broke.
     relaxed = EffectivePolicy(verify=VerifyPolicy(require="no_regressions"))
@@ -161,13 +188,13 @@ async def test_a_new_test_of_the_agent_is_evidence(tmp_path: Path) -> None:
                                    "content": NEW_TEST})])  # fmt: skip
     outcome = await run(tmp_path, [read("calc.py"), FIX, write, DONE], tests=only_passing)
     assert outcome.patch_ready, outcome.reason
-    verification = outcome.report["verification"]
+    verification = verified(outcome)
     new = "tests/test_empty.py::test_empty_list"
-    assert verification["comparison"]["fixed"] == []
-    assert verification["comparison"]["new_evidence"] == [new]
-    assert new not in verification["baseline"]["tests"]
-    assert verification["new_on_base"]["tests"] == {new: "failed"}
-    assert verification["new_on_patched"]["tests"] == {new: "passed"}
+    assert compared(outcome)["fixed"] == []
+    assert compared(outcome)["new_evidence"] == [new]
+    assert new not in suite(outcome, "baseline")["tests"]
+    assert suite(outcome, "new_on_base")["tests"] == {new: "failed"}
+    assert suite(outcome, "new_on_patched")["tests"] == {new: "passed"}
     assert verification["new_test_files"] == ["tests/test_empty.py"]
     assert verification["restored"] == []
     assert any("tests the agent wrote" in limit for limit in verification["limits"])
@@ -178,9 +205,8 @@ async def test_a_hanging_suite_is_bounded_and_reported(tmp_path: Path) -> None:
     policy = EffectivePolicy(verify=VerifyPolicy(timeout_seconds=3))
     outcome = await run(tmp_path, [read("calc.py"), FIX, DONE], policy, tests=hangs)
     assert not outcome.patch_ready
-    verification = outcome.report["verification"]
-    assert verification["verification"]["timed_out"]
-    assert verification["verification"]["summary"] == "timed out after 3 s"
+    assert suite(outcome, "verification")["timed_out"]
+    assert suite(outcome, "verification")["summary"] == "timed out after 3 s"
     assert "timed out after 3 s" in outcome.reason
     assert outcome.report["durations"]["verify"] < 60
 
@@ -197,9 +223,7 @@ async def test_an_unrelated_failure_only_matters_for_all_pass(
     policy = EffectivePolicy(verify=VerifyPolicy(require=require))  # type: ignore[arg-type]
     outcome = await run(tmp_path, [read("calc.py"), FIX, DONE], policy, tests=ALSO_BROKEN)
     assert outcome.patch_ready is ready, outcome.reason
-    assert outcome.report["verification"]["comparison"]["still_failing"] == [
-        "tests/test_calc.py::test_unrelated"
-    ]
+    assert compared(outcome)["still_failing"] == ["tests/test_calc.py::test_unrelated"]
 
 
 async def test_require_none_accepts_any_nonempty_patch(tmp_path: Path) -> None:
@@ -207,7 +231,7 @@ async def test_require_none_accepts_any_nonempty_patch(tmp_path: Path) -> None:
     policy = EffectivePolicy(verify=VerifyPolicy(require="none"))
     outcome = await run(tmp_path, [read("calc.py"), no_effect, DONE], policy)
     assert outcome.patch_ready, outcome.reason
-    assert outcome.report["verification"]["reason"] == "the policy requires no test evidence"
+    assert verified(outcome)["reason"] == "the policy requires no test evidence"
 
 
 async def test_the_policy_drives_setup_and_the_agent(tmp_path: Path) -> None:
@@ -233,7 +257,7 @@ async def test_the_policy_drives_setup_and_the_agent(tmp_path: Path) -> None:
     assert bash_result.startswith("made by setup\n")
     assert "FrogNano setup" in bash_result
     # What setup made is part of the base, so it is in no diff.
-    assert outcome.report["patch"]["files"] == ["calc.py"]
+    assert patched_files(outcome) == ["calc.py"]
 
 
 async def test_a_failing_setup_ends_the_run_with_its_output(tmp_path: Path) -> None:
@@ -283,7 +307,7 @@ async def test_a_tree_that_is_not_a_checkout(tmp_path: Path) -> None:
     assert by_path["run.sh"].mode == "100644"
     # pytest.ini is part of the test harness: put back for verification, left out of the PR.
     assert "pytest.ini" not in by_path
-    assert outcome.report["verification"]["restored"] == ["pytest.ini"]
+    assert verified(outcome)["restored"] == ["pytest.ini"]
     assert by_path["calc.py"].content is not None
 
 
@@ -308,8 +332,9 @@ async def test_what_tests_write_during_the_runs_is_never_published(tmp_path: Pat
         AppliedFile("calc.py", "100644", (CALC[:14] + GUARD + CALC[14:]).encode()),
         AppliedFile("tests/test_writer.py", "100644", WRITER.encode()),
     )
-    runs = outcome.report["verification"]
-    assert runs["new_on_patched"]["tests"] == {"tests/test_writer.py::test_writer": "passed"}
+    assert suite(outcome, "new_on_patched")["tests"] == {
+        "tests/test_writer.py::test_writer": "passed"
+    }
 
 
 async def test_a_setup_that_fails_only_in_verification_ends_the_run_readably(
@@ -325,4 +350,4 @@ async def test_a_setup_that_fails_only_in_verification_ends_the_run_readably(
     assert outcome.reason.startswith("the policy's setup command `test -d .git")
     assert "exited 4:\nno .git here" in outcome.reason
     assert outcome.report["error"] == outcome.reason
-    assert outcome.report["patch"]["files"] == ["calc.py"]
+    assert patched_files(outcome) == ["calc.py"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from frognano.app.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
 
@@ -68,7 +68,19 @@ def run_request(request: RunRequest) -> dict[str, Any]:
     }
 
 
-def review_request(check: ReviewGateCheck) -> dict[str, Any]:
+class ReviewJob(TypedDict):
+    """The review gate job's `request` argument."""
+
+    installation_id: int
+    repo: str
+    repo_id: int
+    pull_number: int
+    head_sha: str
+    """The pull request's head as the delivery saw it."""
+    delivery_id: str
+
+
+def review_request(check: ReviewGateCheck) -> ReviewJob:
     return {
         "installation_id": check.installation_id,
         "repo": check.repo,

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
+    complete_review_check,
     evaluate,
     review_marker,
 )
@@ -18,16 +19,15 @@ from frognano.app.texts import (
     commit_message,
     pull_request_body,
     pull_request_title,
-    status_comment,
-    status_marker,
     verification_check,
 )
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange, PullInfo
 from frognano.log import get_logger
 from frognano.policy.models import PublishPolicy
+from frognano.run.report import RunReport
 
-__all__ = ["Published", "branch_name", "publish", "status_comment", "status_marker"]
+__all__ = ["Published", "branch_name", "publish"]
 
 log = get_logger(__name__)
 
@@ -76,12 +76,12 @@ def branch_name(policy: PublishPolicy, issue_number: int) -> str:
     return f"{policy.branch_prefix}issue-{int(issue_number)}"
 
 
-def _publishable(report: Mapping[str, Any]) -> None:
+def _publishable(report: RunReport) -> None:
     """Invariant 5: nothing is published unless the gate passed and verification held."""
-    gate = report.get("gate") or {}
-    verification = report.get("verification") or {}
-    outcome = report.get("outcome") or {}
-    if not (outcome.get("patch_ready") and gate.get("passed") and verification.get("held")):
+    gate, verification = report["gate"], report["verification"]
+    gated = gate is not None and gate["passed"]
+    verified = verification is not None and verification["held"]
+    if not (report["outcome"]["patch_ready"] and gated and verified):
         raise ValueError(
             "refusing to publish: the report's patch is not ready (the gate must pass and "
             "verification must hold)"
@@ -149,17 +149,11 @@ async def _human_review_check(
     ]
     if existing and existing[0].status == "completed":
         return existing[0].id
+    # No review yet: the same verdict, and so the same texts, the review gate would write.
     verdict = evaluate(
         [], head_sha=head_sha, labeller=labeller, app_login=app_login, permissions={}
     )
-    return await client.upsert_check_run(
-        head_sha,
-        HUMAN_REVIEW_CHECK,
-        status="completed",
-        conclusion=verdict.conclusion,
-        title=verdict.title,
-        summary=verdict.summary,
-    )
+    return await complete_review_check(client, head_sha, verdict)
 
 
 async def _reviewers(
@@ -191,7 +185,7 @@ async def _reviewers(
 async def publish(
     client: RepoClient,
     *,
-    report: Mapping[str, Any],
+    report: RunReport,
     changes: Sequence[FileChange],
     base_sha: str,
     base_branch: str,
@@ -218,7 +212,7 @@ async def publish(
     message = commit_message(
         issue_number,
         issue_title,
-        str(report.get("summary") or ""),
+        report["summary"],
         co_author_login=labeller,
         co_author_id=labeller_id,
     )

@@ -40,6 +40,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from frognano.app.jobs import ReviewJob
 from frognano.github.auth import REVIEW_GATE, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.errors import GitHubError, GitHubNotFound
@@ -52,6 +53,7 @@ __all__ = [
     "WRITE_ROLES",
     "ReviewOrigin",
     "ReviewVerdict",
+    "complete_review_check",
     "evaluate",
     "find_origins",
     "parse_review_marker",
@@ -381,14 +383,14 @@ async def _decide(client: RepoClient, number: int, head_sha: str, author: str) -
     )
 
 
-async def review_gate(ctx: dict[str, Any], *, request: dict[str, Any]) -> str:
+async def review_gate(ctx: dict[str, Any], *, request: ReviewJob) -> str:
     """arq job `review_gate` (queue.REVIEW_JOB): re-read the pull request, its head and its
     reviews from GitHub (the delivery may be stale or out of order), decide, and complete
     the human-review check on the CURRENT head. Returns the conclusion.
 
-    `request` is queue.py's {installation_id, repo, repo_id, pull_number, head_sha,
-    delivery_id}; `ctx["github_app"]` is the GitHubApp. When deciding fails after the head
-    is known, the check is completed as `action_required` (best effort) and the error raised.
+    `request` is what jobs.review_request wrote; `ctx["github_app"]` is the GitHubApp (`ctx`
+    stays a dict: arq's job protocol wants one). When deciding fails after the head is
+    known, the check is completed as `action_required` (best effort) and the error raised.
     """
     app: GitHubApp = ctx["github_app"]
     repo = str(request["repo"])
@@ -415,19 +417,20 @@ async def review_gate(ctx: dict[str, Any], *, request: dict[str, Any]) -> str:
                 approver=None,
             )
             try:
-                await _publish(client, head, failed)
+                await complete_review_check(client, head, failed)
             except GitHubError as publish_error:
                 bound.warning("could not record the failure", error=str(publish_error))
             raise
-        await _publish(client, head, verdict)
+        await complete_review_check(client, head, verdict)
     bound.info(
         "review gate decided", head=head, conclusion=verdict.conclusion, approver=verdict.approver
     )
     return verdict.conclusion
 
 
-async def _publish(client: RepoClient, head_sha: str, verdict: ReviewVerdict) -> None:
-    await client.upsert_check_run(
+async def complete_review_check(client: RepoClient, head_sha: str, verdict: ReviewVerdict) -> int:
+    """Complete the human-review check on `head_sha` as `verdict` says; returns its id."""
+    return await client.upsert_check_run(
         head_sha,
         HUMAN_REVIEW_CHECK,
         status="completed",

@@ -28,8 +28,19 @@ from frognano.app.intake import (
     deserialize,
     serialize,
 )
-from frognano.app.publish import publish, status_comment
+from frognano.app.publish import publish
 from frognano.app.review import review_gate
+from frognano.app.status import (
+    Cancelled,
+    Error,
+    NoPullRequest,
+    Published,
+    Queued,
+    Testing,
+    Working,
+    status_comment,
+    status_marker,
+)
 from frognano.errors import FrogNanoError, SandboxBusy
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
 from frognano.github.client import RepoClient
@@ -37,7 +48,8 @@ from frognano.github.models import FileChange
 from frognano.log import bound_contextvars, get_logger
 from frognano.policy.store import PolicyStore
 from frognano.run.baselines import RedisCache
-from frognano.run.pipeline import SolveJob, SolveOutcome, solve
+from frognano.run.job import SolveJob
+from frognano.run.pipeline import SolveOutcome, solve
 from frognano.sandbox.kubernetes.pod import ATTEMPT
 from frognano.sandbox.reaper import delete_attempt_pods, reap_namespace
 from frognano.settings import Settings
@@ -90,10 +102,6 @@ class WorkerDeps:
 
 class RunCancelled(Exception):
     """The issue's run was cancelled (label removed, issue closed)."""
-
-
-def status_marker(number: int) -> str:
-    return f"<!-- frognano:status issue={number} -->"
 
 
 async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]) -> str:
@@ -225,7 +233,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
     marker = status_marker(number)
     status = _Status(ack, number, marker, queue=deps.queue, repo_id=repo_id, run_id=run_id)
     await ack.react(number, "eyes")
-    await status.set(status_comment("queued", marker=marker, run_id=run_id))
+    await status.set(status_comment(Queued(run_id=run_id), marker=marker))
     try:
         fetch = await deps.app.repo_client(installation, repo, repo_id, FETCH)
         base_branch, base_sha = await fetch.default_branch()
@@ -249,7 +257,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
             )
             max_steps = policy.agent.max_steps
             await status.set(
-                status_comment("working", marker=marker, run_id=run_id, step=0, max_steps=max_steps)
+                status_comment(Working(step=0, max_steps=max_steps, run_id=run_id), marker=marker)
             )
             outcome = await _cancellable(
                 deps.queue,
@@ -261,13 +269,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
             )
         if not outcome.patch_ready:
             await status.set(
-                status_comment(
-                    "no_pull_request",
-                    marker=marker,
-                    run_id=run_id,
-                    reason=outcome.reason,
-                    report=outcome.report,
-                )
+                status_comment(NoPullRequest(why=outcome.report, run_id=run_id), marker=marker)
             )
             return "no_pull_request"
         publisher = await deps.app.repo_client(installation, repo, repo_id, PUBLISH)
@@ -286,17 +288,14 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
             trajectory_location=str(out_dir / "trajectory.jsonl"),
             app_login=await deps.app.app_login(),
         )
+        pull = published.pull
         await status.set(
             status_comment(
-                "published",
-                marker=marker,
-                run_id=run_id,
-                url=published.pull.html_url,
-                draft=published.pull.draft,
+                Published(url=pull.html_url, draft=pull.draft, run_id=run_id), marker=marker
             )
         )
     except RunCancelled as exc:
-        await status.set(status_comment("cancelled", marker=marker, run_id=run_id, reason=str(exc)))
+        await status.set(status_comment(Cancelled(reason=str(exc), run_id=run_id), marker=marker))
         return "cancelled"
     except SandboxBusy as exc:
         await _wait_for_sandbox(deps, int(ctx.get("job_try", 1)), status, run_id, exc)
@@ -308,7 +307,7 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
     except Exception:
         log.exception("run.failed")
         with contextlib.suppress(Exception):
-            await status.set(status_comment("error", marker=marker, run_id=run_id))
+            await status.set(status_comment(Error(run_id=run_id), marker=marker))
         raise
     return "published"
 
@@ -321,17 +320,17 @@ async def _wait_for_sandbox(
     if attempt >= RUN_MAX_TRIES:
         log.exception("run.no_sandbox", attempts=attempt)
         with contextlib.suppress(Exception):
-            await status.set(status_comment("error", marker=status.marker, run_id=run_id))
+            await status.set(status_comment(Error(run_id=run_id), marker=status.marker))
         raise busy
     delay = deps.busy_retry_seconds * attempt
     log.warning("run.sandbox_busy", error=str(busy), retry_in=delay, attempt=attempt)
-    await status.set(status_comment("queued", marker=status.marker, run_id=run_id, retry_in=delay))
+    await status.set(status_comment(Queued(run_id=run_id, retry_in=delay), marker=status.marker))
     raise Retry(defer=delay) from busy
 
 
 async def _say_cancelled(queue: IntakeQueue, status: _Status, marker: str, run_id: str) -> None:
     reason = await queue.cancel_reason(run_id) or "the run was cancelled"
-    await status.set(status_comment("cancelled", marker=marker, run_id=run_id, reason=reason))
+    await status.set(status_comment(Cancelled(reason=reason, run_id=run_id), marker=marker))
 
 
 async def _cancellable(
@@ -406,21 +405,17 @@ class _Status:
     def stage(self, name: str) -> None:
         log.info("run.stage", stage=name)
         if name.startswith("verifying"):
-            self._later(status_comment("testing", marker=self.marker, run_id=self.run_id))
+            self._later(status_comment(Testing(run_id=self.run_id), marker=self.marker))
 
     def progress(self, marker: str, run_id: str, max_steps: int) -> Callable[[Progress], None]:
         def update(progress: Progress) -> None:
             if time.monotonic() - self._last < PROGRESS_EVERY_SECONDS:
                 return
             self._last = time.monotonic()
-            body = status_comment(
-                "working",
-                marker=marker,
-                run_id=run_id,
-                step=progress.step,
-                max_steps=max_steps,
-                tool=progress.phase,
+            working = Working(
+                step=progress.step, max_steps=max_steps, tool=progress.phase, run_id=run_id
             )
+            body = status_comment(working, marker=marker)
             self._later(body)
 
         return update
@@ -515,5 +510,4 @@ __all__ = [
     "make_worker",
     "recover_orphans",
     "run_issue",
-    "status_marker",
 ]

@@ -179,7 +179,8 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     # other command would pay for nothing.
     from frognano.agent.replay import ReplayModel  # noqa: PLC0415
     from frognano.cli.progress import LiveProgress  # noqa: PLC0415
-    from frognano.run.pipeline import SolveJob, solve  # noqa: PLC0415
+    from frognano.run.job import SolveJob  # noqa: PLC0415
+    from frognano.run.pipeline import solve  # noqa: PLC0415
     from frognano.run.runid import new_run_id  # noqa: PLC0415
 
     settings = _settings(ctx)
@@ -280,11 +281,14 @@ def _report_outcome(outcome: SolveOutcome, err: Console, expect_patch: Path | No
             _fail(f"the patch differs from {expect_patch} (see {produced})", 1)
     if not outcome.patch_ready:
         _fail(f"no patch: {outcome.reason}", 1)
-    patch = report["patch"]
+    patch, verification = report["patch"], report["verification"]
+    after = verification["verification"] if verification else None
+    if patch is None or verification is None or after is None:
+        # The verdict makes a patch ready only once it was tested: never reached.
+        raise RuntimeError("a ready patch without the runs that verified it")
     _console().print(
         f"Patch ready for review: {len(patch['files'])} file(s), +{patch['insertions']} "
-        f"-{patch['deletions']}; tests: {report['verification']['verification']['summary']}; "
-        f"{report['verification']['reason']}",
+        f"-{patch['deletions']}; tests: {after['summary']}; {verification['reason']}",
         highlight=False,
         soft_wrap=True,
     )

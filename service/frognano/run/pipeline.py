@@ -6,13 +6,11 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from frognano import __version__
-from frognano.agent.loop import AgentLimits, AgentLoop, AgentResult, ChatModel, Progress, StopReason
+from frognano.agent.loop import AgentLimits, AgentLoop, ChatModel, Progress, StopReason
 from frognano.agent.model import ModelClient
 from frognano.agent.request import SamplingConfig
 from frognano.agent.tools.box import ToolBox
@@ -22,18 +20,18 @@ from frognano.errors import ConfigError, FrogNanoError, ModelError, SandboxUnava
 from frognano.log import get_logger
 from frognano.policy.diff import parse_diff
 from frognano.policy.gate import Finding, blocked
-from frognano.policy.models import AgentPolicy, EffectivePolicy, quantity_bytes
+from frognano.policy.models import AgentPolicy, quantity_bytes
 from frognano.run.apply import AppliedFile, apply_diff
-from frognano.run.baselines import BaselineCache
 from frognano.run.collector import COLLECTOR_MODULE, collector_source
 from frognano.run.gatecheck import check_patch
+from frognano.run.job import RunState, SolveJob
 from frognano.run.outcomes import Role
-from frognano.run.plan import Plan, make_plan
+from frognano.run.plan import make_plan
+from frognano.run.report import RunReport, RunStage
 from frognano.run.reports import build_report, write_reports
-from frognano.run.runid import new_run_id
 from frognano.run.sandbox_policy import pod_options
 from frognano.run.trees import HostTree
-from frognano.run.verification import Verification, verify
+from frognano.run.verification import verify
 from frognano.run.workspace import Patch, collect_patch, prepare, upload_excludes
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
@@ -43,65 +41,17 @@ from frognano.settings import Settings
 log = get_logger(__name__)
 
 
-@dataclass(frozen=True)
-class SolveJob:
-    """Everything one `frognano solve` run needs besides the settings."""
-
-    repo_dir: Path
-    title: str
-    body: str
-    out_dir: Path
-    repo: str = "local/repo"
-    """`owner/name`, as policy rules match it."""
-    policy: EffectivePolicy = field(default_factory=EffectivePolicy)
-    policy_source: str = "built-in defaults"
-    backend: str = "local"
-    python_env: Path | None = None
-    repo_venv: bool = False
-    """Expose REPO_DIR/.venv instead of FrogNano's environment (`solve --repo-venv`, a trusted
-    local checkout only; the worker never sets it)."""
-    run_id: str = field(default_factory=new_run_id)
-    exclude: tuple[str, ...] | None = None
-    """Relative paths left out of the upload; None: ask git (`.git` and what it ignores).
-    A tree that is not a checkout, such as an extracted GitHub tarball, passes ()."""
-    sandbox_labels: dict[str, str] = field(default_factory=dict)
-    """Extra labels for Kubernetes sandbox pods (the worker adds the job's attempt)."""
-    baseline_cache: BaselineCache | None = None
-    """Where baseline runs are kept for reuse; None runs the baseline every time."""
-    wait_for_model: bool = False
-    """Retry the first contact with the model server (the worker: SGLang may be starting);
-    False fails at once, for a person at a terminal."""
-
-
 @dataclass
 class SolveOutcome:
     """How a run ended; `report` is what report.json holds."""
 
     patch_ready: bool
     reason: str
-    report: dict[str, Any]
+    report: RunReport
     out_dir: Path
     changes: tuple[AppliedFile, ...] = ()
     """The files to publish (only when `patch_ready`): computed by FrogNano from the base
     and the gated diff, exactly the tree the patch's tests ran in; never read from a sandbox."""
-
-
-@dataclass
-class RunState:
-    """What a run has found out so far; written to the reports however the run ends."""
-
-    job: SolveJob
-    started: float = field(default_factory=time.monotonic)
-    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
-    stages: dict[str, float] = field(default_factory=dict)
-    mechanism: str | None = None
-    base_commit: str | None = None
-    agent: AgentResult | None = None
-    patch: Patch | None = None
-    plan: Plan | None = None
-    verification: Verification | None = None
-    findings: list[Finding] | None = None
-    error: str | None = None
 
 
 def limits_for(agent: AgentPolicy) -> tuple[AgentLimits, SamplingConfig]:
@@ -343,7 +293,7 @@ def verdict(run: RunState) -> tuple[bool, str]:  # noqa: PLR0911 - one return pe
 class _timed:
     """Adds the block's duration to `run.stages[name]`."""
 
-    def __init__(self, run: RunState, name: str) -> None:
+    def __init__(self, run: RunState, name: RunStage) -> None:
         self.run, self.name = run, name
 
     def __enter__(self) -> None:

@@ -4,24 +4,50 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from frognano import __version__
+from frognano.policy.findings import Finding
+from frognano.run.evidence import Comparison
+from frognano.run.job import RunState
+from frognano.run.outcomes import TestRun
+from frognano.run.report import (
+    ComparisonList,
+    ComparisonRecord,
+    DurationsRecord,
+    FindingRecord,
+    GateRecord,
+    PatchRecord,
+    RunReport,
+    StageDurations,
+    SuiteRunKey,
+    SuiteRunRecord,
+    TokensRecord,
+    VerificationRecord,
+)
+from frognano.run.verification import Verification
 
-if TYPE_CHECKING:
-    from frognano.run.outcomes import TestRun
-    from frognano.run.pipeline import RunState
-    from frognano.run.verification import Verification
 
-
-def build_report(run: RunState, patch_ready: bool, reason: str, total: float) -> dict[str, Any]:
+def build_report(run: RunState, patch_ready: bool, reason: str, total: float) -> RunReport:
     """report.json: everything a reader needs to see why a patch was or was not accepted."""
     job = run.job
     agent = run.agent
     stats = agent.stats if agent else None
-    verification = run.verification
+    tokens: TokensRecord = {
+        "prompt": stats.prompt_tokens if stats else 0,
+        "completion": stats.completion_tokens if stats else 0,
+        "cached": stats.cached_tokens if stats and stats.cache_reported else None,
+        "last_prompt": stats.last_prompt_tokens if stats else 0,
+    }
+    stages: StageDurations = {}
+    for name, seconds in run.stages.items():
+        stages[name] = round(seconds, 3)
+    durations: DurationsRecord = {
+        "total": round(total, 3),
+        **stages,
+        "model": round(stats.model_seconds, 3) if stats else 0.0,
+        "tools": round(stats.tool_seconds, 3) if stats else 0.0,
+    }
     return {
         "run_id": job.run_id,
         "frognano": __version__,
@@ -35,24 +61,14 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "summary": agent.summary if agent else "",
         "steps": stats.steps if stats else 0,
         "max_steps": job.policy.agent.max_steps,
-        "tokens": {
-            "prompt": stats.prompt_tokens if stats else 0,
-            "completion": stats.completion_tokens if stats else 0,
-            "cached": stats.cached_tokens if stats and stats.cache_reported else None,
-            "last_prompt": stats.last_prompt_tokens if stats else 0,
-        },
+        "tokens": tokens,
         "tool_calls": stats.tool_calls if stats else 0,
         "tool_errors": stats.tool_errors if stats else 0,
         "tools_used": dict(stats.tools_used) if stats else {},
         "truncated_turns": stats.truncated_turns if stats else 0,
         "format_reminders": stats.format_reminders if stats else 0,
         "compactions": stats.compactions if stats else 0,
-        "durations": {
-            "total": round(total, 3),
-            **{name: round(seconds, 3) for name, seconds in run.stages.items()},
-            "model": round(stats.model_seconds, 3) if stats else 0.0,
-            "tools": round(stats.tool_seconds, 3) if stats else 0.0,
-        },
+        "durations": durations,
         "sandbox": {"backend": job.backend, "mechanism": run.mechanism},
         "base_commit": run.base_commit,
         "patch": None
@@ -63,13 +79,8 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
             "deletions": run.patch.deletions,
             "bytes": len(run.patch.diff),
         },
-        "verification": _verification(verification),
-        "gate": None
-        if run.findings is None
-        else {
-            "passed": not any(f.severity == "block" for f in run.findings),
-            "findings": [asdict(finding) for finding in run.findings],
-        },
+        "verification": _verification(run.verification),
+        "gate": _gate(run.findings),
         "policy": {
             "source": job.policy_source,
             "repo": job.repo,
@@ -79,7 +90,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
     }
 
 
-def _verification(verification: Verification | None) -> dict[str, Any] | None:
+def _verification(verification: Verification | None) -> VerificationRecord | None:
     if verification is None:
         return None
     plan, runs, evidence = verification.plan, verification.runs, verification.evidence
@@ -92,7 +103,7 @@ def _verification(verification: Verification | None) -> dict[str, Any] | None:
         "restored_why": {r.path: r.why for r in plan.restored} if plan else {},
         "effective_files": [c.path for c in plan.published] if plan else [],
         "new_test_files": list(plan.new_test_files) if plan else [],
-        "comparison": _lists(asdict(evidence.comparison)) if runs else None,
+        "comparison": _comparison(evidence.comparison) if runs else None,
         "baseline": _run(runs.baseline) if runs else None,
         "verification": _run(runs.patched) if runs else None,
         "new_on_patched": _run(runs.new_on_patched) if runs else None,
@@ -102,13 +113,20 @@ def _verification(verification: Verification | None) -> dict[str, Any] | None:
     }
 
 
-def _lists(values: dict[str, Any]) -> dict[str, Any]:
+def _comparison(comparison: Comparison) -> ComparisonRecord:
     return {
-        key: list(value) if isinstance(value, tuple) else value for key, value in values.items()
+        "fixed": list(comparison.fixed),
+        "broken": list(comparison.broken),
+        "still_failing": list(comparison.still_failing),
+        "fails_differently": list(comparison.fails_differently),
+        "skipped": list(comparison.skipped),
+        "new_tests": list(comparison.new_tests),
+        "new_evidence": list(comparison.new_evidence),
+        "passing": comparison.passing,
     }
 
 
-def _run(test_run: TestRun | None) -> dict[str, Any] | None:
+def _run(test_run: TestRun | None) -> SuiteRunRecord | None:
     if test_run is None:
         return None
     return {
@@ -129,7 +147,26 @@ def _run(test_run: TestRun | None) -> dict[str, Any] | None:
     }
 
 
-def write_reports(out_dir: Path, report: dict[str, Any], diff: bytes) -> None:
+def _gate(findings: list[Finding] | None) -> GateRecord | None:
+    if findings is None:
+        return None
+    return {
+        "passed": not any(f.severity == "block" for f in findings),
+        "findings": [_finding(finding) for finding in findings],
+    }
+
+
+def _finding(finding: Finding) -> FindingRecord:
+    return {
+        "severity": finding.severity,
+        "kind": finding.kind,
+        "reason": finding.reason,
+        "path": finding.path,
+        "line": finding.line,
+    }
+
+
+def write_reports(out_dir: Path, report: RunReport, diff: bytes) -> None:
     """Write the three files, each replaced atomically so a reader never sees half of one."""
     _write(out_dir / "patch.diff", diff)
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
@@ -137,7 +174,7 @@ def write_reports(out_dir: Path, report: dict[str, Any], diff: bytes) -> None:
     _write(out_dir / "report.md", render_markdown(report).encode())
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: RunReport) -> str:
     """The report for a person: outcome first, then the agent, verification, gate and patch."""
     outcome = report["outcome"]
     tokens = report["tokens"]
@@ -151,7 +188,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"- Issue: {report['issue_title']}",
         f"- Repository: {report['repo']} at `{report['repo_dir']}` "
-        f"(base `{report.get('base_commit') or '-'}`)",
+        f"(base `{report['base_commit'] or '-'}`)",
         f"- Policy: {report['policy']['source']}",
         (
             f"- Stop reason: `{report['stop_reason']}` ({report['stop_detail']})"
@@ -165,22 +202,22 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"- Time: {durations['total']:.1f} s in all, model {durations['model']:.1f} s, "
         f"tools {durations['tools']:.1f} s",
         f"- Sandbox: {sandbox['backend']}"
-        + (f" ({sandbox['mechanism']})" if sandbox.get("mechanism") else ""),
+        + (f" ({sandbox['mechanism']})" if sandbox["mechanism"] else ""),
         "",
         "## The agent's summary",
         "",
         report["summary"] or "_The agent wrote no summary._",
         "",
-        *_verification_md(report.get("verification")),
-        *_gate_md(report.get("gate")),
-        *_patch_md(report.get("patch")),
+        *_verification_md(report["verification"]),
+        *_gate_md(report["gate"]),
+        *_patch_md(report["patch"]),
         "FrogNano-4B is a small research model. Review every change before using it.",
         "",
     ]
     return "\n".join(lines)
 
 
-def _verification_md(verification: dict[str, Any] | None) -> list[str]:
+def _verification_md(verification: VerificationRecord | None) -> list[str]:
     lines = ["## Verification", ""]
     if verification is None:
         return [*lines, "_Not run: there was no patch to verify._", ""]
@@ -193,11 +230,11 @@ def _verification_md(verification: dict[str, Any] | None) -> list[str]:
         "pytest plugin.",
     ]
     for path in verification["restored"]:
-        why = verification.get("restored_why", {}).get(path, "")
+        why = verification["restored_why"].get(path, "")
         lines.append(f"- `{path}` was put back to the base: {why}.")
     lines.append("")
     for label, key in _RUNS:
-        test_run = verification.get(key)
+        test_run = verification[key]
         if test_run is None:
             if key in ("baseline", "verification"):
                 lines.append(f"- {label}: not run")
@@ -208,26 +245,19 @@ def _verification_md(verification: dict[str, Any] | None) -> list[str]:
             f"{test_run['duration']:.1f} s{', reused' if test_run['cached'] else ''})"
             + (f"; not trusted: {problems}" if problems else "")
         )
-    comparison = verification.get("comparison")
+    comparison = verification["comparison"]
     if comparison:
         lines.append("")
-        for label, key in (
-            ("Fixed (failing before, passing now)", "fixed"),
-            ("Broken (passing before, failing now)", "broken"),
-            ("Still failing", "still_failing"),
-            ("Failing differently", "fails_differently"),
-            ("Skipped", "skipped"),
-            ("Added by the patch, failing without it and passing with it", "new_evidence"),
-        ):
-            tests = comparison[key]
+        for label, name in _COMPARISONS:
+            tests = comparison[name]
             if tests:
                 shown = ", ".join(f"`{test}`" for test in tests[:20])
                 more = f" and {len(tests) - 20} more" if len(tests) > 20 else ""
                 lines.append(f"- {label}: {shown}{more}")
-    if verification.get("limits"):
+    if verification["limits"]:
         lines += ["", "What this evidence does not show:", ""]
         lines += [f"- {limit}" for limit in verification["limits"]]
-    after = verification.get("verification")
+    after = verification["verification"]
     if after and after["output"]:
         lines += [
             "",
@@ -242,15 +272,23 @@ def _verification_md(verification: dict[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
-_RUNS = (
+_RUNS: tuple[tuple[str, SuiteRunKey], ...] = (
     ("Before (base)", "baseline"),
     ("After (base + patch)", "verification"),
     ("New tests with the patch", "new_on_patched"),
     ("New tests on the base", "new_on_base"),
 )
+_COMPARISONS: tuple[tuple[str, ComparisonList], ...] = (
+    ("Fixed (failing before, passing now)", "fixed"),
+    ("Broken (passing before, failing now)", "broken"),
+    ("Still failing", "still_failing"),
+    ("Failing differently", "fails_differently"),
+    ("Skipped", "skipped"),
+    ("Added by the patch, failing without it and passing with it", "new_evidence"),
+)
 
 
-def _gate_md(gate: dict[str, Any] | None) -> list[str]:
+def _gate_md(gate: GateRecord | None) -> list[str]:
     lines = ["## Gate", ""]
     if gate is None:
         return [*lines, "_Not run._", ""]
@@ -258,12 +296,12 @@ def _gate_md(gate: dict[str, Any] | None) -> list[str]:
         return [*lines, "Passed: nothing in the patch conflicts with the policy.", ""]
     lines += ["Passed with warnings:" if gate["passed"] else "Blocked:", ""]
     for finding in gate["findings"]:
-        where = f" `{finding['path']}`" if finding.get("path") else ""
+        where = f" `{finding['path']}`" if finding["path"] else ""
         lines.append(f"- **{finding['severity']}** {finding['kind']}{where}: {finding['reason']}")
     return [*lines, ""]
 
 
-def _patch_md(patch: dict[str, Any] | None) -> list[str]:
+def _patch_md(patch: PatchRecord | None) -> list[str]:
     lines = ["## Patch", ""]
     if not patch or not patch["files"]:
         return [*lines, "_No changes._", ""]
@@ -277,11 +315,12 @@ def _patch_md(patch: dict[str, Any] | None) -> list[str]:
     ]
 
 
-def _cached(tokens: dict[str, Any]) -> str:
-    if tokens.get("cached") is None:
+def _cached(tokens: TokensRecord) -> str:
+    cached = tokens["cached"]
+    if cached is None:
         return "cache hits not reported"
     prompt = tokens["prompt"] or 1
-    return f"{tokens['cached']:,} from cache, {100 * tokens['cached'] / prompt:.0f}%"
+    return f"{cached:,} from cache, {100 * cached / prompt:.0f}%"
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -1,0 +1,68 @@
+"""One run's job (what `solve` is asked to do) and its state (what it has found so far)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from frognano.agent.loop_types import AgentResult
+from frognano.policy.findings import Finding
+from frognano.policy.models import EffectivePolicy
+from frognano.run.baselines import BaselineCache
+from frognano.run.plan import Plan
+from frognano.run.report import RunStage
+from frognano.run.runid import new_run_id
+from frognano.run.verification import Verification
+from frognano.run.workspace import Patch
+
+__all__ = ["RunState", "SolveJob"]
+
+
+@dataclass(frozen=True)
+class SolveJob:
+    """Everything one `frognano solve` run needs besides the settings."""
+
+    repo_dir: Path
+    title: str
+    body: str
+    out_dir: Path
+    repo: str = "local/repo"
+    """`owner/name`, as policy rules match it."""
+    policy: EffectivePolicy = field(default_factory=EffectivePolicy)
+    policy_source: str = "built-in defaults"
+    backend: str = "local"
+    python_env: Path | None = None
+    repo_venv: bool = False
+    """Expose REPO_DIR/.venv instead of FrogNano's environment (`solve --repo-venv`, a trusted
+    local checkout only; the worker never sets it)."""
+    run_id: str = field(default_factory=new_run_id)
+    exclude: tuple[str, ...] | None = None
+    """Relative paths left out of the upload; None: ask git (`.git` and what it ignores).
+    A tree that is not a checkout, such as an extracted GitHub tarball, passes ()."""
+    sandbox_labels: dict[str, str] = field(default_factory=dict)
+    """Extra labels for Kubernetes sandbox pods (the worker adds the job's attempt)."""
+    baseline_cache: BaselineCache | None = None
+    """Where baseline runs are kept for reuse; None runs the baseline every time."""
+    wait_for_model: bool = False
+    """Retry the first contact with the model server (the worker: SGLang may be starting);
+    False fails at once, for a person at a terminal."""
+
+
+@dataclass
+class RunState:
+    """What a run has found out so far; written to the reports however the run ends."""
+
+    job: SolveJob
+    started: float = field(default_factory=time.monotonic)
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    stages: dict[RunStage, float] = field(default_factory=dict)
+    mechanism: str | None = None
+    base_commit: str | None = None
+    agent: AgentResult | None = None
+    patch: Patch | None = None
+    plan: Plan | None = None
+    verification: Verification | None = None
+    findings: list[Finding] | None = None
+    error: str | None = None

@@ -1,0 +1,194 @@
+"""report.json's shape, as `build_report` writes it and every reader of a run's report takes it."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from frognano.policy.findings import Severity
+from frognano.policy.models import Require
+from frognano.run.collected import Outcome
+from frognano.run.outcomes import Role
+
+__all__ = [
+    "RUN_STAGES",
+    "ComparisonList",
+    "ComparisonRecord",
+    "DurationsRecord",
+    "FindingRecord",
+    "GateRecord",
+    "OutcomeRecord",
+    "PatchRecord",
+    "PolicyRecord",
+    "RunReport",
+    "RunStage",
+    "SandboxRecord",
+    "StageDurations",
+    "SuiteRunKey",
+    "SuiteRunRecord",
+    "TokensRecord",
+    "VerificationRecord",
+]
+
+# The key order of report.json is the order in which `build_report` writes the keys, not the
+# order declared here; values that a run may not reach are None, never missing keys (the
+# stage durations excepted: a stage that did not run has none).
+
+RunStage = Literal["prepare", "agent", "diff", "verify"]
+"""The timed stages of a run, in the order a run goes through them."""
+RUN_STAGES: tuple[RunStage, ...] = ("prepare", "agent", "diff", "verify")
+
+
+class OutcomeRecord(TypedDict):
+    patch_ready: bool
+    reason: str
+
+
+class TokensRecord(TypedDict):
+    prompt: int
+    completion: int
+    cached: int | None
+    """None when the model server does not report cache hits."""
+    last_prompt: int
+
+
+class StageDurations(TypedDict, total=False):
+    """Seconds per stage; only the stages the run reached."""
+
+    prepare: float
+    agent: float
+    diff: float
+    verify: float
+
+
+class DurationsRecord(StageDurations):
+    """Seconds: the whole run, each stage it reached, the model's and the tools' share."""
+
+    total: float
+    model: float
+    tools: float
+
+
+class SandboxRecord(TypedDict):
+    backend: str
+    mechanism: str | None
+
+
+class PatchRecord(TypedDict):
+    files: list[str]
+    insertions: int
+    deletions: int
+    bytes: int
+
+
+class SuiteRunRecord(TypedDict):
+    """One run of the test command (`TestRun`)."""
+
+    role: Role
+    command: str
+    exit_code: int | None
+    passed: bool
+    complete: bool
+    timed_out: bool
+    cached: bool
+    summary: str
+    duration: float
+    tests: dict[str, Outcome]
+    failures: dict[str, str]
+    collection_errors: dict[str, str]
+    problems: list[str]
+    output: str
+
+
+class ComparisonRecord(TypedDict):
+    """Test ids, base against base + patch (`Comparison`)."""
+
+    fixed: list[str]
+    broken: list[str]
+    still_failing: list[str]
+    fails_differently: list[str]
+    skipped: list[str]
+    new_tests: list[str]
+    new_evidence: list[str]
+    passing: int
+
+
+ComparisonList = Literal[
+    "fixed", "broken", "still_failing", "fails_differently", "skipped", "new_tests", "new_evidence"
+]
+"""The keys of a `ComparisonRecord` that list test ids."""
+
+
+class VerificationRecord(TypedDict):
+    require: Require
+    held: bool
+    reason: str
+    baseline_usable: bool
+    restored: list[str]
+    restored_why: dict[str, str]
+    effective_files: list[str]
+    new_test_files: list[str]
+    comparison: ComparisonRecord | None
+    """None, like the runs, when verification stopped before running any tests."""
+    baseline: SuiteRunRecord | None
+    verification: SuiteRunRecord | None
+    new_on_patched: SuiteRunRecord | None
+    new_on_base: SuiteRunRecord | None
+    notes: list[str]
+    limits: list[str]
+
+
+SuiteRunKey = Literal["baseline", "verification", "new_on_patched", "new_on_base"]
+"""The keys of a `VerificationRecord` that hold a `SuiteRunRecord`."""
+
+
+class FindingRecord(TypedDict):
+    severity: Severity
+    kind: str
+    reason: str
+    path: str | None
+    line: str | None
+
+
+class GateRecord(TypedDict):
+    passed: bool
+    findings: list[FindingRecord]
+
+
+class PolicyRecord(TypedDict):
+    source: str
+    repo: str
+    effective: dict[str, object]
+    """The effective policy as JSON (`EffectivePolicy.model_dump`)."""
+
+
+class RunReport(TypedDict):
+    """report.json. `patch`, `verification` and `gate` are None when the run did not get
+    that far; `stop_reason` is None when the agent never ran."""
+
+    run_id: str
+    frognano: str
+    started_at: str
+    repo: str
+    repo_dir: str
+    issue_title: str
+    outcome: OutcomeRecord
+    stop_reason: str | None
+    stop_detail: str | None
+    summary: str
+    steps: int
+    max_steps: int
+    tokens: TokensRecord
+    tool_calls: int
+    tool_errors: int
+    tools_used: dict[str, int]
+    truncated_turns: int
+    format_reminders: int
+    compactions: int
+    durations: DurationsRecord
+    sandbox: SandboxRecord
+    base_commit: str | None
+    patch: PatchRecord | None
+    verification: VerificationRecord | None
+    gate: GateRecord | None
+    policy: PolicyRecord
+    error: str | None
