@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from frognano.errors import ConfigError
-from frognano.run.workspace import collect_patch, make_baseline, repo_name, upload_excludes
+from frognano.run.workspace import (
+    collect_patch,
+    env_in_tree,
+    make_baseline,
+    repo_name,
+    upload_excludes,
+)
 from frognano.sandbox.local import LocalSandbox
 
 
@@ -110,3 +116,16 @@ async def test_patch_is_binary_safe_and_skips_caches(
     assert (repo / "latin1.txt").read_bytes() == "caf\xe9 cr\xe8me\n".encode("latin-1")
     assert (repo / "image.bin").read_bytes() == b"\x00\x01new"
     assert not (repo / "untracked.py").exists()
+
+
+async def test_the_mounted_environment_is_left_out_of_an_upload_only_when_in_the_tree(
+    default_sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    prefix = default_sandbox.python_env.prefix
+    # A checkout holding the environment (a CI .venv): the environment's folder is skipped.
+    assert env_in_tree(default_sandbox, prefix.parent) == [prefix.name]
+    assert env_in_tree(default_sandbox, prefix.parent.parent) == [
+        f"{prefix.parent.name}/{prefix.name}"
+    ]
+    # A checkout elsewhere uploads everything.
+    assert env_in_tree(default_sandbox, tmp_path) == []

@@ -19,6 +19,7 @@ from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.cli.kube import default_pod, probe_pod_network, reap_command, seccomp_profile_command
 from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
+from frognano.run.workspace import env_in_tree
 from frognano.sandbox import SandboxOptions, create_sandbox
 from frognano.sandbox.netcheck import (
     DEFAULT_PROBES,
@@ -139,12 +140,7 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
             pod=pod,
         )
         async with await create_sandbox(backend, options) as box:
-            exclude = []
-            env = getattr(box, "python_env", None)
-            if env is not None and env.prefix.is_relative_to(source):
-                # Already mounted read-only at its own path; copying it would only cost time.
-                exclude.append(str(env.prefix.relative_to(source)))
-            await box.upload_tree(source, exclude=exclude)
+            await box.upload_tree(source, exclude=env_in_tree(box, source))
             result = await box.exec(line, timeout=timeout)
             return result.exit_code, result.output, result.timed_out
 

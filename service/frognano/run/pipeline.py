@@ -32,7 +32,7 @@ from frognano.run.reports import build_report, write_reports
 from frognano.run.sandbox_policy import pod_options
 from frognano.run.trees import HostTree
 from frognano.run.verification import verify
-from frognano.run.workspace import Patch, collect_patch, prepare, upload_excludes
+from frognano.run.workspace import Patch, collect_patch, env_in_tree, prepare, upload_excludes
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.kubernetes.pod import PodOptions
@@ -158,7 +158,7 @@ async def _work(
     stage("starting the sandbox")
     async with await create_sandbox(job.backend, options) as box:
         run.mechanism = getattr(box, "mechanism", None)
-        exclude = excludes + _env_in_tree(box, repo_dir)
+        exclude = excludes + env_in_tree(box, repo_dir)
         with _timed(run, "prepare"):
             setup = " and running the policy's setup" if job.policy.sandbox.setup else ""
             stage(f"copying the repository{setup}")
@@ -311,15 +311,6 @@ def _prepare_out_dir(out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the output folder {out_dir}: {exc.strerror}") from exc
-
-
-def _env_in_tree(box: Sandbox, repo_dir: Path) -> list[str]:
-    """The Python environment, when it lives inside the repo: mounted already, not copied."""
-    env = getattr(box, "python_env", None)
-    prefix = getattr(env, "prefix", None)
-    if isinstance(prefix, Path) and prefix.is_relative_to(repo_dir):
-        return [str(prefix.relative_to(repo_dir))]
-    return []
 
 
 def _secret(settings: Settings) -> str | None:

@@ -87,6 +87,17 @@ def upload_excludes(repo_dir: Path) -> list[str]:
     return [*own_git, *(path for path in ignored if path)]
 
 
+def env_in_tree(box: Sandbox, repo_dir: Path) -> list[str]:
+    """What to leave out of an upload of `repo_dir`: the sandbox's Python environment when it
+    lives inside the checkout (a CI .venv), mounted read-only already, so copying it only costs
+    time."""
+    env = getattr(box, "python_env", None)
+    prefix = getattr(env, "prefix", None)
+    if isinstance(prefix, Path) and prefix.is_relative_to(repo_dir):
+        return [str(prefix.relative_to(repo_dir))]
+    return []
+
+
 _REMOTE = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 
 
