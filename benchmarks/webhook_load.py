@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,12 @@ RPS_TARGET = 500.0
 def serve(kind: str, port: int, redis_url: str, prefix: str, log_file: str) -> None:
     from fastapi import FastAPI  # noqa: PLC0415
     from fastapi.responses import Response  # noqa: PLC0415
-    from prometheus_client import CollectorRegistry  # noqa: PLC0415
+    from pydantic import SecretStr  # noqa: PLC0415
 
+    from frognano.app.intake import IntakeQueue  # noqa: PLC0415
     from frognano.app.web import WEBHOOK_PATH, create_app  # noqa: PLC0415
     from frognano.cli.serve import run_server  # noqa: PLC0415
     from frognano.log import configure_logging  # noqa: PLC0415
-    from frognano.policy.store import PolicyStore  # noqa: PLC0415
     from frognano.settings import Settings  # noqa: PLC0415
 
     # As in production: one JSON log line per delivery (to a file here, not a pipe).
@@ -66,16 +67,13 @@ def serve(kind: str, port: int, redis_url: str, prefix: str, log_file: str) -> N
             return Response(b'{"status":"queued"}', status_code=202)
 
     else:
-        registry = CollectorRegistry()
-        settings = Settings(webhook_secret=os.environ[SECRET_ENV], redis_url=redis_url)
-        policies = PolicyStore(REPO_ROOT / "policies", registry=registry)
-        app = create_app(
-            settings,
-            policies=policies,
-            registry=registry,
-            key_prefix=prefix,
-            queue_name=f"{prefix}queue",
+        settings = Settings(
+            webhook_secret=SecretStr(os.environ[SECRET_ENV]),
+            redis_url=redis_url,
+            policy_dir=REPO_ROOT / "policies",
         )
+        queue_for = partial(IntakeQueue, key_prefix=prefix, queue_name=f"{prefix}queue")
+        app = create_app(settings, queue_for=queue_for)
     run_server(app, "127.0.0.1", port)
 
 

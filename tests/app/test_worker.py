@@ -277,9 +277,9 @@ async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world
         world.deps.settings,
         policies=world.deps.policies,
         registry=CollectorRegistry(),
-        key_prefix=world.deps.queue.key_prefix,
-        queue_name=world.queue_name,
-        watch_policies=False,
+        queue_for=lambda redis: IntakeQueue(
+            redis, key_prefix=world.deps.queue.key_prefix, queue_name=world.queue_name
+        ),
     )
     # PR creation fails twice on the way (a 502, then a secondary rate limit): still one PR.
     fake.fail_next("POST", r"/repos/acme/calc/pulls$", status=502)

@@ -1,6 +1,7 @@
 """What a webhook delivery asks FrogNano to do. Pure: no I/O, never raises on a payload."""
 
-# `decide` routes a parsed `Delivery` to exactly one `Decision`:
+# `decide` routes a parsed `Delivery` to exactly one `Decision`, through the handlers registered
+# on `ROUTER` by event and action (a new trigger is one handler and its `@ROUTER.register`):
 #
 # | delivery                                                   | decision          |
 # |------------------------------------------------------------|-------------------|
@@ -110,9 +111,87 @@ class Ignored:
 
 Decision = RunRequest | CancelRequest | ReviewGateCheck | DropTokens | Ignored
 
-REVIEW_ACTIONS = frozenset({"submitted", "dismissed"})
-PULL_REQUEST_ACTIONS = frozenset({"synchronize", "reopened"})
-INSTALLATION_EVENTS = frozenset({"installation", "installation_repositories"})
+
+@dataclass(frozen=True)
+class Lookups:
+    """What a handler may ask beyond the payload; see `decide` for each."""
+
+    label_for: Callable[[str], str | None]
+    app_login: str | None
+    branch_prefix_for: Callable[[str], str]
+
+
+Handler = Callable[[Delivery, int, Lookups], Decision]
+"""Decides on a delivery that came with an installation, whose id is the second argument."""
+
+
+class Router:
+    """Handlers by event and action, each delivery routed to exactly one (or Ignored).
+
+    The idea of gidgethub's `Router`, with one difference: a delivery yields one decision, so
+    two handlers for the same event and action are an error rather than both called.
+    """
+
+    def __init__(self) -> None:
+        self._handlers: dict[tuple[str, str | None], Handler] = {}
+        """`(event, None)`: every action of the event, the missing one included."""
+        self._events: set[str] = set()
+        """Events with a handler for some action: their other actions are "not used"."""
+        self._answers: dict[str, Decision] = {}
+
+    def register(self, event: str, *actions: str) -> Callable[[Handler], Handler]:
+        """Decorator: the handler decides on `event` with one of `actions` (no actions: with
+        any action). Deliveries without an installation never reach it."""
+
+        def add(handler: Handler) -> Handler:
+            for action in actions or (None,):
+                self._claim(event, action)
+                self._handlers[event, action] = handler
+            self._events.add(event)
+            return handler
+
+        return add
+
+    def answer(self, event: str, decision: Decision) -> None:
+        """Every `event` delivery gets `decision`, whatever it carries, installation or not."""
+        self._claim(event, None)
+        self._answers[event] = decision
+
+    def routes(self) -> list[tuple[str, str | None]]:
+        """The registered (event, action) pairs; None stands for any action."""
+        return [*((event, None) for event in self._answers), *self._handlers]
+
+    def route(self, delivery: Delivery, lookups: Lookups) -> Decision:
+        """The decision of the handler for `delivery`, or Ignored saying why none applies."""
+        event, action = delivery.event, delivery.action
+        what = event if action is None else f"{event}.{action}"
+        if event in self._answers:
+            return self._answers[event]
+        handler = self._handlers.get((event, None)) or self._handlers.get((event, action))
+        if handler is None:
+            return Ignored(
+                f"{what} is not used" if event in self._events else f"event {event} is not used"
+            )
+        if delivery.installation_id is None:
+            return Ignored(
+                f"{what} has no installation: it came from a repository or organization"
+                " webhook, not the GitHub App's"
+            )
+        return handler(delivery, delivery.installation_id, lookups)
+
+    def _claim(self, event: str, action: str | None) -> None:
+        """Refuse a second route for what is routed already (a wildcard overlaps every action)."""
+        if (
+            event in self._answers
+            or (event, None) in self._handlers
+            or (event, action) in self._handlers
+            or (action is None and event in self._events)
+        ):
+            raise ValueError(f"{event}.{action or '*'} is routed already")
+
+
+ROUTER = Router()
+ROUTER.answer("ping", Ignored("pong"))
 
 
 def decide(
@@ -122,7 +201,7 @@ def decide(
     app_login: str | None,
     branch_prefix_for: Callable[[str], str],
 ) -> Decision:
-    """Route `delivery`.
+    """Route `delivery` through `ROUTER`.
 
     `label_for(repo)` is the policy's trigger label for `owner/name`, or None where the policy
     disables the app. `app_login` is the app's bot login (`<slug>[bot]`) when known.
@@ -131,54 +210,24 @@ def decide(
     in the payload makes `decide` raise: a field it needs that is missing or mistyped gives
     `Ignored` naming the field.
     """
-    event, action = delivery.event, delivery.action
-    what = event if action is None else f"{event}.{action}"
-    if event == "ping":
-        return Ignored("pong")
-    if event == "issues" and action in ("labeled", "unlabeled", "closed"):
-        handler = _issues
-    elif (event == "pull_request_review" and action in REVIEW_ACTIONS) or (
-        event == "pull_request" and action in PULL_REQUEST_ACTIONS
-    ):
-        handler = _pull_request
-    elif event in INSTALLATION_EVENTS:
-        handler = _installation
-    elif event in ("issues", "pull_request", "pull_request_review"):
-        return Ignored(f"{what} is not used")
-    else:
-        return Ignored(f"event {event} is not used")
-    if delivery.installation_id is None:
-        return Ignored(
-            f"{what} has no installation: it came from a repository or organization webhook,"
-            " not the GitHub App's"
-        )
-    return handler(
-        delivery,
-        delivery.installation_id,
-        label_for=label_for,
-        app_login=app_login,
-        branch_prefix_for=branch_prefix_for,
-    )
+    lookups = Lookups(label_for=label_for, app_login=app_login, branch_prefix_for=branch_prefix_for)
+    return ROUTER.route(delivery, lookups)
 
 
 class _Missing(Exception):
     """A field the routing needs is absent or has the wrong type."""
 
 
+@ROUTER.register("issues", "labeled", "unlabeled", "closed")
 def _issues(  # noqa: PLR0911 - one return per rule
-    delivery: Delivery,
-    installation_id: int,
-    *,
-    label_for: Callable[[str], str | None],
-    app_login: str | None,
-    branch_prefix_for: Callable[[str], str],
+    delivery: Delivery, installation_id: int, lookups: Lookups
 ) -> Decision:
     payload, action = delivery.payload, delivery.action
     try:
         repo, repo_id = _repository(payload)
         issue = _object(payload, "issue")
         number = _int(issue, "number", "issue.number")
-        sender, bot = _sender(payload, app_login)
+        sender, bot = _sender(payload, lookups.app_login)
     except _Missing as exc:
         return Ignored(f"issues.{action}: {exc}")
     if "pull_request" in issue:
@@ -189,7 +238,7 @@ def _issues(  # noqa: PLR0911 - one return per rule
             return Ignored(f"issues.closed of {repo}#{number} was sent by this app itself")
         return CancelRequest(ref, delivery.id, f"the issue was closed by @{sender}")
 
-    wanted = label_for(repo)
+    wanted = lookups.label_for(repo)
     if wanted is None:
         return Ignored(f"the policy disables FrogNano for {repo}")
     try:
@@ -229,15 +278,13 @@ def _sender_id(payload: dict[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+@ROUTER.register("pull_request_review", "submitted", "dismissed")
+@ROUTER.register("pull_request", "synchronize", "reopened")
 def _pull_request(  # noqa: PLR0911 - one return per rule
-    delivery: Delivery,
-    installation_id: int,
-    *,
-    label_for: Callable[[str], str | None],
-    app_login: str | None,
-    branch_prefix_for: Callable[[str], str],
+    delivery: Delivery, installation_id: int, lookups: Lookups
 ) -> Decision:
-    del label_for  # a PR the app opened stays gated even if the policy later disables the repo
+    # Not `label_for`: a PR the app opened stays gated even if the policy later disables the repo.
+    app_login = lookups.app_login
     what = f"{delivery.event}.{delivery.action}"
     payload = delivery.payload
     try:
@@ -252,7 +299,7 @@ def _pull_request(  # noqa: PLR0911 - one return per rule
     except _Missing as exc:
         return Ignored(f"{what}: {exc}")
     pr = f"{repo}#{number}"
-    prefix = branch_prefix_for(repo)
+    prefix = lookups.branch_prefix_for(repo)
     if not prefix:
         return Ignored(f"{pr}: no branch prefix is configured for {repo}")
     if not ref.startswith(prefix):
@@ -276,15 +323,10 @@ def _pull_request(  # noqa: PLR0911 - one return per rule
     )
 
 
-def _installation(
-    delivery: Delivery,
-    installation_id: int,
-    *,
-    label_for: Callable[[str], str | None],
-    app_login: str | None,
-    branch_prefix_for: Callable[[str], str],
-) -> Decision:
-    del label_for, app_login, branch_prefix_for
+@ROUTER.register("installation")
+@ROUTER.register("installation_repositories")
+def _installation(delivery: Delivery, installation_id: int, lookups: Lookups) -> Decision:
+    del lookups
     return DropTokens(installation_id=installation_id, delivery_id=delivery.id)
 
 

@@ -2,10 +2,10 @@
 
 # `POST /webhooks/github`, in this order (each step answers before the next one runs):
 #
-#     413  the body is larger than `max_body_bytes` (by Content-Length, before reading a byte;
-#          otherwise while it streams in)
-#     408  the body did not arrive in full within `body_timeout` seconds; the connection is
-#          closed
+#     413  the body is larger than `webhook_max_body_bytes` (by Content-Length, before reading a
+#          byte; otherwise while it streams in)
+#     408  the body did not arrive in full within `webhook_body_timeout_seconds`; the
+#          connection is closed
 #     401  the signature (HMAC-SHA256 of the raw body, `X-Hub-Signature-256`) is missing or
 #          wrong; nothing was parsed or queued
 #     400  not a webhook delivery we can read (headers, JSON)
@@ -20,8 +20,9 @@
 # `GET /healthz` (200 while the process serves), `GET /readyz` (200 when Redis answers PING and
 # the policy files loaded; otherwise 503 with the reasons), `GET /metrics` (Prometheus).
 #
-# Nothing is done at import; the Redis client is made in the lifespan, which also runs the
-# policy store's hot reload. The body and the secret are never logged.
+# Nothing is done at import; `create_app` wires everything from the settings, the Redis client
+# is made in the lifespan, which also runs the policy store's hot reload. The body and the
+# secret are never logged.
 
 from __future__ import annotations
 
@@ -37,15 +38,17 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
-    REGISTRY,
     CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
     generate_latest,
 )
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.requests import ClientDisconnect
 
-from frognano.app.intake import DEFAULT_KEY_PREFIX, IntakeQueue, Submission
+from frognano.app.intake import IntakeQueue, Submission
 from frognano.app.triggers import (
     CancelRequest,
     Decision,
@@ -73,19 +76,15 @@ from frognano.policy.models import EffectivePolicy
 from frognano.policy.store import PolicyStore
 from frognano.settings import Settings
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "WEBHOOK_PATH", "create_app"]
+__all__ = ["WEBHOOK_PATH", "create_app"]
 
 log = get_logger(__name__)
 
 WEBHOOK_PATH = "/webhooks/github"
-DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
-"""Issue, review and installation events are kilobytes; GitHub's own cap is 25 MB."""
 POLICY_CACHE_SIZE = 4096
 """Repositories whose effective policy is kept between deliveries (resolving one takes
 about 0.1 ms, a sixth of a delivery's budget at 600/s)."""
-DEFAULT_BODY_TIMEOUT = 10.0
-"""Seconds for a whole body to arrive: GitHub gives a delivery 10 s in all."""
-DEFAULT_REDIS_TIMEOUT = 2.0
+REDIS_TIMEOUT = 2.0
 """Seconds for a Redis connect or command: far inside GitHub's 10 s delivery deadline."""
 
 DECISION_NAMES: dict[type, str] = {
@@ -112,14 +111,12 @@ class _Intake:
         *,
         secret: bytes,
         policies: PolicyStore,
-        app_login: str | None,
         metrics: WebMetrics,
         max_body_bytes: int,
         body_timeout: float,
     ) -> None:
         self.secret = secret
         self.policies = policies
-        self.app_login = app_login
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
@@ -237,7 +234,8 @@ class _Intake:
             decision: Decision = decide(
                 delivery,
                 label_for=label_for,
-                app_login=self.app_login,
+                # The receiver calls no GitHub API, so it does not know the app's login.
+                app_login=None,
                 branch_prefix_for=branch_prefix_for,
             )
         except (ConfigError, ValueError) as exc:
@@ -290,22 +288,19 @@ class _Intake:
 def create_app(
     settings: Settings,
     *,
-    redis_url: str | None = None,
-    policies: PolicyStore,
-    app_login: str | None = None,
+    policies: PolicyStore | None = None,
     registry: CollectorRegistry | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    body_timeout: float = DEFAULT_BODY_TIMEOUT,
-    key_prefix: str = DEFAULT_KEY_PREFIX,
-    queue_name: str | None = None,
-    redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
-    watch_policies: bool = True,
+    queue_for: Callable[[Redis], IntakeQueue] = IntakeQueue,
 ) -> FastAPI:
-    """The receiver's app. `redis_url` defaults to `settings.redis_url`; `registry` to
-    prometheus-client's global one (pass the one the PolicyStore registered in, so /metrics
-    shows its metrics too); `queue_name` to arq's default queue; `watch_policies` runs the
-    store's hot reload for the app's lifetime. Raises ConfigError when
-    `settings.webhook_secret` is unset or empty: such an app could only refuse everything.
+    """The receiver, wired from `settings`; the keywords are seams for tests.
+
+    `policies`: a store the caller made and reloads itself; by default one is loaded from
+    `settings.policy_dir` and hot-reloaded for the app's lifetime. `registry`: where the
+    metrics go (the store's too); by default a new one with the process, platform and GC
+    collectors. `queue_for`: the intake queue on the Redis client the lifespan makes (the
+    client belongs to the serving event loop). Raises ConfigError when
+    `settings.webhook_secret` is unset or empty (such an app could only refuse everything) or
+    when the policy does not load.
     """
     secret = settings.webhook_secret
     if secret is None or not secret.get_secret_value():
@@ -313,29 +308,30 @@ def create_app(
             "FROGNANO_WEBHOOK_SECRET is not set: set it (or FROGNANO_WEBHOOK_SECRET_FILE) to "
             "the GitHub App's webhook secret"
         )
-    if max_body_bytes <= 0:
-        raise ConfigError(f"the webhook body limit must be positive, got {max_body_bytes}")
-    url = redis_url if redis_url is not None else settings.redis_url
-    where = registry if registry is not None else REGISTRY
+    max_body_bytes = settings.webhook_max_body_bytes
+    where = registry
+    if where is None:
+        where = CollectorRegistry()
+        ProcessCollector(registry=where)
+        PlatformCollector(registry=where)
+        GCCollector(registry=where)
+    watch_policies = policies is None
+    store = PolicyStore(settings.policy_dir, registry=where) if policies is None else policies
     intake = _Intake(
         secret=secret.get_secret_value().encode(),
-        policies=policies,
-        app_login=app_login,
+        policies=store,
         metrics=WebMetrics(where),
         max_body_bytes=max_body_bytes,
-        body_timeout=body_timeout,
+        body_timeout=settings.webhook_body_timeout_seconds,
     )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         redis: Redis = Redis.from_url(
-            url, socket_connect_timeout=redis_timeout, socket_timeout=redis_timeout
+            settings.redis_url, socket_connect_timeout=REDIS_TIMEOUT, socket_timeout=REDIS_TIMEOUT
         )
-        kwargs: dict[str, Any] = {"key_prefix": key_prefix}
-        if queue_name is not None:
-            kwargs["queue_name"] = queue_name
-        intake.queue = IntakeQueue(redis, **kwargs)
-        watcher = asyncio.create_task(policies.watch()) if watch_policies else None
+        intake.queue = queue_for(redis)
+        watcher = asyncio.create_task(store.watch()) if watch_policies else None
         log.info("web.started", max_body_bytes=max_body_bytes, queue=intake.queue.queue_name)
         try:
             yield
@@ -372,10 +368,10 @@ def create_app(
             reasons.append("redis: the client is not started")
         else:
             try:
-                await asyncio.wait_for(queue.ping(), timeout=redis_timeout)
+                await asyncio.wait_for(queue.ping(), timeout=REDIS_TIMEOUT)
             except (RedisError, OSError, TimeoutError) as exc:
                 reasons.append(f"redis: no answer to PING ({type(exc).__name__})")
-        reasons.extend(f"policy: {issue}" for issue in policies.errors)
+        reasons.extend(f"policy: {issue}" for issue in store.errors)
         if reasons:
             return JSONResponse({"status": "unready", "reasons": reasons}, status_code=503)
         return JSONResponse({"status": "ready", "reasons": []})

@@ -1,7 +1,7 @@
 """`frognano serve`: the webhook receiver under uvicorn, in one process."""
 
-# Everything derived from the settings (policy store, metrics registry, app) is built once,
-# here, before the server starts; a bad setting or policy exits 2 before it listens. SIGTERM
+# The app is built once, by `create_app` from the settings (policy store, metrics registry and
+# all), before the server starts; a bad setting or policy exits 2 before it listens. SIGTERM
 # (or Ctrl-C) stops it gracefully: it stops accepting connections, lets requests in flight
 # finish (at most `GRACEFUL_SHUTDOWN_SECONDS`), closes Redis and exits 0.
 
@@ -77,38 +77,19 @@ def serve_command(
     /readyz says so and deliveries get 503).
     """
     # Imported here: cli.py imports this module to register the command.
-    from prometheus_client import (  # noqa: PLC0415
-        CollectorRegistry,
-        GCCollector,
-        PlatformCollector,
-        ProcessCollector,
-    )
-
     from frognano.app.web import create_app  # noqa: PLC0415
     from frognano.errors import ConfigError  # noqa: PLC0415
-    from frognano.policy.store import PolicyStore  # noqa: PLC0415
 
     settings = _settings(ctx)
-    registry = CollectorRegistry()
-    ProcessCollector(registry=registry)
-    PlatformCollector(registry=registry)
-    GCCollector(registry=registry)
     try:
-        policies = PolicyStore(settings.policy_dir, registry=registry)
-        limits = ServerLimits(
-            header_timeout=settings.webhook_header_timeout_seconds,
-            body_timeout=settings.webhook_body_timeout_seconds,
-            keep_alive=settings.webhook_keep_alive_seconds,
-            max_connections=settings.webhook_max_connections,
-            max_header_bytes=settings.webhook_max_header_bytes,
-        )
-        app = create_app(
-            settings,
-            policies=policies,
-            registry=registry,
-            max_body_bytes=settings.webhook_max_body_bytes,
-            body_timeout=limits.body_timeout,
-        )
+        app = create_app(settings)
     except ConfigError as exc:
         _fail(str(exc), 2)
+    limits = ServerLimits(
+        header_timeout=settings.webhook_header_timeout_seconds,
+        body_timeout=settings.webhook_body_timeout_seconds,
+        keep_alive=settings.webhook_keep_alive_seconds,
+        max_connections=settings.webhook_max_connections,
+        max_header_bytes=settings.webhook_max_header_bytes,
+    )
     run_server(app, host, port, limits)

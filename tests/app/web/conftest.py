@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from frognano.app.intake import IntakeQueue
 from frognano.app.web import create_app
 from frognano.policy.store import PolicyStore
 from frognano.settings import Settings
@@ -97,22 +99,25 @@ def free_port() -> int:
 def make_app(
     space: Space,
     *,
+    policy_dir: Path = POLICIES,
     policies: PolicyStore | None = None,
     redis_url: str = REDIS_URL,
     max_body_bytes: int = 64 * 1024,
     secret: str = SECRET,
 ) -> FastAPI:
-    store = policies or PolicyStore(POLICIES, registry=space.registry)
-    return create_app(
-        Settings(webhook_secret=SecretStr(secret), redis_url=REDIS_URL),
+    """The receiver as `frognano serve` builds it, with the test's Redis keys and metrics.
+    `policies`: a store the test reloads itself, instead of the one read from `policy_dir`."""
+    settings = Settings(
+        webhook_secret=SecretStr(secret),
+        webhook_max_body_bytes=max_body_bytes,
         redis_url=redis_url,
-        policies=store,
+        policy_dir=policy_dir,
+    )
+    return create_app(
+        settings,
+        policies=policies,
         registry=space.registry,
-        max_body_bytes=max_body_bytes,
-        key_prefix=space.prefix,
-        queue_name=space.queue_name,
-        watch_policies=False,
-        redis_timeout=1.0,
+        queue_for=partial(IntakeQueue, key_prefix=space.prefix, queue_name=space.queue_name),
     )
 
 

@@ -246,7 +246,7 @@ async def test_a_repository_the_policy_disables_is_ignored(space: Space, tmp_pat
     (tmp_path / "10-off.yaml").write_text(
         "version: 1\nrepos:\n  - {match: acme/calculator, enabled: false}\n"
     )
-    app = make_app(space, policies=PolicyStore(tmp_path, registry=space.registry))
+    app = make_app(space, policy_dir=tmp_path)
     with serving(app) as url:
         async with httpx.AsyncClient(base_url=url) as http:
             reply = await post(http, issue_event(space))
@@ -257,7 +257,7 @@ async def test_a_repository_the_policy_disables_is_ignored(space: Space, tmp_pat
 
 async def test_the_policy_label_is_the_trigger(space: Space, tmp_path: Path) -> None:
     (tmp_path / "10-label.yaml").write_text("version: 1\ndefaults:\n  trigger: {label: ai-draft}\n")
-    app = make_app(space, policies=PolicyStore(tmp_path, registry=space.registry))
+    app = make_app(space, policy_dir=tmp_path)
     with serving(app) as url:
         async with httpx.AsyncClient(base_url=url) as http:
             default = await post(http, issue_event(space, label="frognano"))

@@ -9,12 +9,15 @@ from typing import Any
 import pytest
 
 from frognano.app.triggers import (
+    ROUTER,
     CancelRequest,
     Decision,
     DropTokens,
     Ignored,
     IssueRef,
+    Lookups,
     ReviewGateCheck,
+    Router,
     RunRequest,
     decide,
 )
@@ -472,3 +475,96 @@ def test_a_repository_name_that_is_not_owner_slash_name_is_ignored() -> None:
     payload = gh.issues_labeled()
     payload["repository"]["full_name"] = "acme/widgets/../../etc"
     ignored(route("issues", payload, validated=False), "not owner/name")
+
+
+# --- the routing table ---------------------------------------------------------------------
+
+ROUTES = {
+    ("ping", None),
+    ("issues", "labeled"),
+    ("issues", "unlabeled"),
+    ("issues", "closed"),
+    ("pull_request_review", "submitted"),
+    ("pull_request_review", "dismissed"),
+    ("pull_request", "synchronize"),
+    ("pull_request", "reopened"),
+    ("installation", None),
+    ("installation_repositories", None),
+}
+
+
+def test_every_registered_route_reaches_its_handler() -> None:
+    """A payload with nothing in it gets past the routing to a handler, which names what it
+    lacks (or, for installations and ping, needs nothing)."""
+    assert sorted(ROUTER.routes(), key=str) == sorted(ROUTES, key=str)
+    for event, registered in ROUTES:
+        for action in [registered] if registered else [None, "created", "anything"]:
+            delivery = Delivery(DELIVERY, event, action, {}, gh.INSTALLATION_ID)
+            decision = decide(
+                delivery, label_for=lambda _: "frognano", app_login=None, branch_prefix_for=str
+            )
+            if isinstance(decision, Ignored):
+                assert "not used" not in decision.reason, (event, action)
+                assert decision.reason == "pong" or "the payload has no" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("event", "action", "reason"),
+    [
+        ("issues", "opened", "issues.opened is not used"),
+        ("issues", None, "issues is not used"),
+        ("pull_request", "labeled", "pull_request.labeled is not used"),
+        ("pull_request_review", None, "pull_request_review is not used"),
+        ("watch", "started", "event watch is not used"),
+        ("push", None, "event push is not used"),
+    ],
+)
+def test_an_unregistered_event_or_action_is_ignored_by_name(
+    event: str, action: str | None, reason: str
+) -> None:
+    for installation_id in (gh.INSTALLATION_ID, None):
+        delivery = Delivery(DELIVERY, event, action, {}, installation_id)
+        decision = decide(
+            delivery, label_for=lambda _: "frognano", app_login=None, branch_prefix_for=str
+        )
+        assert decision == Ignored(reason)
+
+
+def test_a_new_trigger_is_one_handler_and_one_registration() -> None:
+    router = Router()
+    seen: list[tuple[str | None, int]] = []
+
+    @router.register("issue_comment", "created")
+    def comment(delivery: Delivery, installation_id: int, lookups: Lookups) -> Decision:
+        del lookups
+        seen.append((delivery.action, installation_id))
+        return Ignored("handled")
+
+    lookups = Lookups(label_for=lambda _: None, app_login=None, branch_prefix_for=str)
+    created = Delivery(DELIVERY, "issue_comment", "created", {}, 9)
+    assert router.route(created, lookups) == Ignored("handled")
+    assert seen == [("created", 9)]
+    edited = Delivery(DELIVERY, "issue_comment", "edited", {}, 9)
+    assert router.route(edited, lookups) == Ignored("issue_comment.edited is not used")
+    unowned = Delivery(DELIVERY, "issue_comment", "created", {}, None)
+    ignored(router.route(unowned, lookups), "no installation")
+    assert seen == [("created", 9)]
+
+
+def test_a_second_route_for_the_same_delivery_is_refused() -> None:
+    router = Router()
+    router.register("issues", "labeled")(lambda *_: Ignored("one"))
+    router.register("installation")(lambda *_: Ignored("any"))
+    router.answer("ping", Ignored("pong"))
+    for event, actions in [
+        ("issues", ("labeled",)),
+        ("issues", ()),
+        ("installation", ("created",)),
+        ("installation", ()),
+        ("ping", ("x",)),
+    ]:
+        with pytest.raises(ValueError, match="routed already"):
+            router.register(event, *actions)(lambda *_: Ignored("two"))
+    with pytest.raises(ValueError, match="routed already"):
+        router.answer("issues", Ignored("two"))
+    router.register("issues", "closed")(lambda *_: Ignored("other action"))
