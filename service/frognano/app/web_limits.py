@@ -16,14 +16,12 @@ log = get_logger(__name__)
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """What a client may hold: see the FROGNANO_WEBHOOK_* settings of the same names."""
+    """What a client may hold at the server: see the FROGNANO_WEBHOOK_* settings of the same
+    names (the body deadline is the app's own, from the settings create_app reads)."""
 
     header_timeout: float = 10.0
     """Seconds from a connection's start (or its previous response) to a request's last
     header line; uvicorn itself waits for ever."""
-    body_timeout: float = 10.0
-    """Seconds for a whole body to arrive, enforced by the app (a 408, then the connection
-    is closed)."""
     keep_alive: float = 5.0
     """Seconds an idle keep-alive connection stays open."""
     max_connections: int = 200

@@ -41,7 +41,7 @@ def run_server(app: FastAPI, host: str, port: int, limits: ServerLimits | None =
     Access lines are off (the app logs one line per delivery, and health probes would
     drown it); uvicorn's own lines go through FrogNano's logging (`log_config=None`). A
     client that is slow to send its headers is cut off (`limits.header_timeout`); the app
-    itself bounds the body (`body_timeout`).
+    itself bounds the body (FROGNANO_WEBHOOK_BODY_TIMEOUT_SECONDS).
     """
     limits = limits or ServerLimits()
     config = uvicorn.Config(
@@ -87,7 +87,6 @@ def serve_command(
         _fail(str(exc), 2)
     limits = ServerLimits(
         header_timeout=settings.webhook_header_timeout_seconds,
-        body_timeout=settings.webhook_body_timeout_seconds,
         keep_alive=settings.webhook_keep_alive_seconds,
         max_connections=settings.webhook_max_connections,
         max_header_bytes=settings.webhook_max_header_bytes,
