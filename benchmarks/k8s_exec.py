@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import sys
 import tempfile
@@ -61,8 +62,8 @@ async def measure(
         kube: list[float] = []
         count = runs if name == "exec true" else max(5, runs // 10)
         for _ in range(count):  # interleaved, so drift in machine load hits both alike
-            base.append(await timed(lambda c=case: c(local)))
-            kube.append(await timed(lambda c=case: c(pod)))
+            base.append(await timed(functools.partial(case, local)))
+            kube.append(await timed(functools.partial(case, pod)))
         results[name] = (base, kube)
     return results
 
