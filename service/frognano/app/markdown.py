@@ -105,12 +105,13 @@ def _same(text: str) -> str:
 @dataclass
 class Part:
     """One piece of a text. `fixed` pieces are the renderer's own words and never cut;
-    others are cut from the end (`keep="head"`) or the start (`keep="tail"`)."""
+    others are cut from the end (`keep="head"`), the start (`keep="tail"`) or the middle
+    (`keep="ends"`: the first and last lines of a long story both matter)."""
 
     text: str
     render: Callable[[str], str] = _same
     fixed: bool = False
-    keep: Literal["head", "tail"] = "head"
+    keep: Literal["head", "tail", "ends"] = "head"
     limit: int = -1
 
     def shown(self) -> str:
@@ -120,6 +121,17 @@ class Part:
         note = f"… ({cut:,} characters cut to fit GitHub's size limit)"
         if self.keep == "tail":
             return self.render(f"{note}\n{self.text[len(self.text) - self.limit :]}")
+        if self.keep == "ends":
+            # Whole lines where there are any: a step line cut in two reads as two steps.
+            head = self.text[: self.limit - self.limit // 2]
+            tail = self.text[len(self.text) - self.limit // 2 :]
+            if "\n" in head:
+                head = head[: head.rindex("\n")]
+            if "\n" in tail:
+                tail = tail[tail.index("\n") + 1 :]
+            cut = len(self.text) - len(head) - len(tail)
+            note = f"… ({cut:,} characters cut to fit GitHub's size limit)"
+            return self.render(f"{head}\n{note}\n{tail}")
         return self.render(f"{self.text[: self.limit]}\n{note}")
 
 
