@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from frognano.app.jobs import review_request
+from frognano.app.jobs import to_job
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
@@ -267,7 +267,7 @@ async def verify(client: RepoClient, sha: str, marker: str | None) -> None:
 async def gate(fake: FakeGitHub, app: GitHubApp, pull: Pull) -> str:
     repo = fake.repo(REPO)
     check = ReviewGateCheck(repo.installation_id, REPO, repo.id, pull.number, pull.head, "d-1")
-    return await review_gate({"github_app": app}, request=review_request(check))
+    return await review_gate({"github_app": app}, request=to_job(check))
 
 
 def human_check(fake: FakeGitHub, sha: str) -> dict[str, Any]:

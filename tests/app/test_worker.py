@@ -4,6 +4,7 @@ and the local sandbox, then the human-review gate."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -24,6 +25,7 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from frognano.app.intake import IntakeQueue
+from frognano.app.jobs import to_job
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.app.status import status_marker
 from frognano.app.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
@@ -310,8 +312,8 @@ async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world
             world.deps.settings = world.deps.settings.model_copy(
                 update={"model_base_url": second.base_url}
             )
-            again_request = {**_request_dict(request), "labeller_id": payloads.user("alice")["id"]}
-            assert await run_issue(ctx, run_id=run_id, request=again_request) == "published"
+            rerun = dataclasses.replace(request, labeller_id=payloads.user("alice")["id"])
+            assert await run_issue(ctx, run_id=run_id, request=to_job(rerun)) == "published"
     repo = fake.repo(REPO)
     assert len(repo.pulls) == 1
     assert len(repo.comments(7)) == 1
@@ -324,16 +326,6 @@ async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world
     trailer = f"Co-authored-by: alice <{alice_id}+alice@users.noreply.github.com>"
     assert repo.commits[head]["message"].rstrip("\n").endswith(trailer)
     assert repo.commits[head]["verified"] is True
-
-
-def _request_dict(request: RunRequest) -> dict[str, Any]:
-    issue = request.issue
-    return {
-        "issue": {"installation_id": issue.installation_id, "repo": issue.repo,
-                  "repo_id": issue.repo_id, "number": issue.number},
-        "delivery_id": request.delivery_id, "labeller": request.labeller,
-        "label": request.label, "title": request.title, "body": request.body,
-    }  # fmt: skip
 
 
 def worker_process_env(

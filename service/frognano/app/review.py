@@ -40,7 +40,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from frognano.app.jobs import ReviewJob
+from frognano.app.jobs import ReviewJobData, from_job
+from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import REVIEW_GATE, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.errors import GitHubError, GitHubNotFound
@@ -383,27 +384,26 @@ async def _decide(client: RepoClient, number: int, head_sha: str, author: str) -
     )
 
 
-async def review_gate(ctx: dict[str, Any], *, request: ReviewJob) -> str:
+async def review_gate(ctx: dict[str, Any], *, request: ReviewJobData) -> str:
     """arq job `review_gate` (queue.REVIEW_JOB): re-read the pull request, its head and its
     reviews from GitHub (the delivery may be stale or out of order), decide, and complete
     the human-review check on the CURRENT head. Returns the conclusion.
 
-    `request` is what jobs.review_request wrote; `ctx["github_app"]` is the GitHubApp (`ctx`
-    stays a dict: arq's job protocol wants one). When deciding fails after the head is
-    known, the check is completed as `action_required` (best effort) and the error raised.
+    `request` is what jobs.to_job wrote for a ReviewGateCheck; `ctx["github_app"]` is the
+    GitHubApp (`ctx` stays a dict: arq's job protocol wants one). When deciding fails after
+    the head is known, the check is completed as `action_required` (best effort) and the
+    error raised.
     """
     app: GitHubApp = ctx["github_app"]
-    repo = str(request["repo"])
-    number = int(request["pull_number"])
-    client = await app.repo_client(
-        int(request["installation_id"]), repo, int(request["repo_id"]), REVIEW_GATE
-    )
-    bound = log.bind(repo=repo, pull=number, delivery_id=request.get("delivery_id"))
+    check = from_job(ReviewGateCheck, request)
+    repo, number = check.repo, check.pull_number
+    client = await app.repo_client(check.installation_id, repo, check.repo_id, REVIEW_GATE)
+    bound = log.bind(repo=repo, pull=number, delivery_id=check.delivery_id)
     async with client:
         pull = await client.pull(number)
         head = pull.head_sha
-        if head != request.get("head_sha"):
-            bound.info("the head moved since the delivery", delivered=request.get("head_sha"))
+        if head != check.head_sha:
+            bound.info("the head moved since the delivery", delivered=check.head_sha)
         try:
             verdict = await _decide(client, number, head, pull.author)
         except Exception as exc:

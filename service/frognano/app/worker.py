@@ -28,6 +28,7 @@ from frognano.app.intake import (
     deserialize,
     serialize,
 )
+from frognano.app.jobs import DropTokensJobData, RunJobData, from_job
 from frognano.app.publish import publish
 from frognano.app.review import review_gate
 from frognano.app.status import (
@@ -41,6 +42,7 @@ from frognano.app.status import (
     status_comment,
     status_marker,
 )
+from frognano.app.triggers import DropTokens, RunRequest
 from frognano.errors import FrogNanoError, SandboxBusy
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp
 from frognano.github.client import RepoClient
@@ -104,12 +106,18 @@ class RunCancelled(Exception):
     """The issue's run was cancelled (label removed, issue closed)."""
 
 
-async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]) -> str:
+async def run_issue(ctx: dict[str, Any], *, run_id: str, request: RunJobData) -> str:
     """One run for one issue; every stage is idempotent so arq's re-runs neither duplicate
     nor lose work. Returns what happened."""
     deps: WorkerDeps = ctx["deps"]
-    issue = request["issue"]
-    repo, number, repo_id = issue["repo"], int(issue["number"]), int(issue["repo_id"])
+    return await _run_issue(deps, ctx, run_id, from_job(RunRequest, request))
+
+
+async def _run_issue(
+    deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: RunRequest
+) -> str:
+    issue = request.issue
+    repo, number, repo_id = issue.repo, issue.number, issue.repo_id
     alive = _alive_key(deps.queue, str(ctx.get("job_id", run_id)))
     beating = asyncio.create_task(_heartbeat(deps, alive))
     with bound_contextvars(run_id=run_id, repo=repo, issue=number):
@@ -133,7 +141,7 @@ async def run_issue(ctx: dict[str, Any], *, run_id: str, request: dict[str, Any]
             if result != "waiting":
                 waiting = await deps.queue.finish_run(repo_id, number, run_id)
                 if result == "unauthorised":
-                    await _requeue_others(deps.queue, waiting, request["labeller"])
+                    await _requeue_others(deps.queue, waiting, request.labeller)
                 elif waiting:
                     log.info("run.waiting_triggers_dropped", count=len(waiting))
 
@@ -215,11 +223,11 @@ async def _delete_orphan_pods(deps: WorkerDeps, job_id: str) -> None:
         log.warning("worker.orphan_pods_left", job_id=job_id, error=str(exc))
 
 
-async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict[str, Any]) -> str:
-    issue = request["issue"]
-    repo, number = issue["repo"], int(issue["number"])
-    installation, repo_id = int(issue["installation_id"]), int(issue["repo_id"])
-    labeller = request["labeller"]
+async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: RunRequest) -> str:
+    issue = request.issue
+    repo, number = issue.repo, issue.number
+    installation, repo_id = issue.installation_id, issue.repo_id
+    labeller = request.labeller
     policy = deps.policies.current.for_repo(repo)
     if not policy.enabled:
         log.info("run.disabled")
@@ -243,8 +251,8 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
             job = SolveJob(
                 repo_dir=tree,
                 exclude=(),
-                title=request["title"],
-                body=request["body"],
+                title=request.title,
+                body=request.body,
                 out_dir=out_dir,
                 repo=repo,
                 policy=policy,
@@ -280,9 +288,9 @@ async def _run(deps: WorkerDeps, ctx: dict[str, Any], run_id: str, request: dict
             base_sha=base_sha,
             base_branch=base_branch,
             issue_number=number,
-            issue_title=request["title"],
+            issue_title=request.title,
             labeller=labeller,
-            labeller_id=request.get("labeller_id"),
+            labeller_id=request.labeller_id,
             run_id=run_id,
             policy=policy.publish,
             trajectory_location=str(out_dir / "trajectory.jsonl"),
@@ -421,10 +429,10 @@ class _Status:
         return update
 
 
-async def drop_tokens(ctx: dict[str, Any], *, request: dict[str, Any]) -> int:
+async def drop_tokens(ctx: dict[str, Any], *, request: DropTokensJobData) -> int:
     """Forget cached tokens of an installation (its permissions or repositories changed)."""
     deps: WorkerDeps = ctx["deps"]
-    return deps.app.drop(int(request["installation_id"]))
+    return deps.app.drop(from_job(DropTokens, request).installation_id)
 
 
 def functions() -> list[Function]:

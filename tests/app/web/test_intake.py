@@ -26,6 +26,7 @@ from frognano.app.intake import (
     deserialize,
     serialize,
 )
+from frognano.app.jobs import from_job, to_job
 from frognano.app.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
 from tests.app.web.conftest import REDIS_URL, Space, free_port
 
@@ -123,6 +124,7 @@ async def test_a_worker_runs_the_job_with_plain_json_arguments(space: Space) -> 
     ]
     # The job carries exactly the trigger's fields (nothing added or lost on the way).
     assert seen[0]["request"] == dataclasses.asdict(run_request(space, "d-1"))
+    assert from_job(RunRequest, seen[0]["request"]) == run_request(space, "d-1")
     # The run ended: the next label event starts a new run.
     assert await queue.current_run(space.ident, 7) is None
     again = await queue.submit(run_request(space, "d-2"))
@@ -304,6 +306,8 @@ async def test_review_and_drop_tokens_jobs_run_in_a_worker(space: Space) -> None
         REVIEW_JOB: dataclasses.asdict(review),
         DROP_TOKENS_JOB: dataclasses.asdict(drop),
     }
+    assert from_job(ReviewGateCheck, dict(got)[REVIEW_JOB]) == review
+    assert from_job(DropTokens, dict(got)[DROP_TOKENS_JOB]) == drop
     assert sorted(got, key=lambda g: g[0]) == [
         (DROP_TOKENS_JOB, {"installation_id": space.ident, "delivery_id": "i-1"}),
         (
@@ -386,9 +390,7 @@ async def test_a_waiting_event_is_requeued_once_as_its_own_run(space: Space) -> 
     assert first.run_id is not None
     waiting = await queue.finish_run(space.ident, 7, first.run_id)
     assert [w.labeller for w in waiting] == ["alice", "bob"]
-    assert waiting[0].request is not None
-    assert waiting[0].request["labeller"] == "alice"
-    assert waiting[0].request["title"] == "Title"
+    assert waiting[0].request == run_request(space, "d-2", labeller="alice")
     alice = await queue.requeue(waiting[0])
     assert alice.status == "queued"
     assert (await queue.requeue(waiting[0])).status == "duplicate"  # a retried worker
@@ -399,4 +401,4 @@ async def test_a_waiting_event_is_requeued_once_as_its_own_run(space: Space) -> 
     assert (record["labeller"], record["delivery_id"]) == ("alice", "d-2")
     job = await space.redis.get(f"arq:job:{alice.job_id}")
     assert job is not None
-    assert deserialize(job)["k"]["request"] == waiting[0].request
+    assert deserialize(job)["k"]["request"] == to_job(waiting[0].request)
