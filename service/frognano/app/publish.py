@@ -7,13 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from frognano.app.review import (
-    HUMAN_REVIEW_CHECK,
-    VERIFICATION_CHECK,
-    complete_review_check,
-    evaluate,
-    review_marker,
-)
+from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK, evaluate, review_marker
+from frognano.app.review_gate import complete_review_check
 from frognano.app.texts import (
     co_author_trailer,
     commit_message,

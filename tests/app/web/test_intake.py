@@ -4,6 +4,7 @@ of the jobs this module writes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import warnings
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 from arq import Worker
-from arq.connections import ArqRedis
+from arq.connections import RedisSettings
 from arq.worker import func
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -28,6 +29,7 @@ from frognano.app.intake import (
 )
 from frognano.app.jobs import from_job, to_job
 from frognano.app.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.worker import arq_worker
 from tests.app.web.conftest import REDIS_URL, Space, free_port
 
 
@@ -54,26 +56,25 @@ Job = Callable[..., Awaitable[Any]]
 
 @asynccontextmanager
 async def worker(space: Space, **functions: Job) -> AsyncIterator[Worker]:
-    """A real arq worker on the test's queue, configured as FrogNano's worker must be."""
-    pool = ArqRedis.from_url(REDIS_URL)
-    running = Worker(
-        [func(job, name=name) for name, job in functions.items()],  # type: ignore[arg-type]
+    """FrogNano's arq worker on the test's queue, running these job functions until the
+    queue is empty."""
+    jobs = [
+        func(job, name=name, keep_result=5, max_tries=1)  # type: ignore[arg-type]
+        for name, job in functions.items()
+    ]
+    running = arq_worker(
+        jobs,
+        redis_settings=RedisSettings.from_dsn(REDIS_URL),
         queue_name=space.queue_name,
-        redis_pool=pool,
-        job_serializer=serialize,
-        job_deserializer=deserialize,
-        allow_abort_jobs=True,
+        burst=True,
         poll_delay=0.05,
-        handle_signals=False,
-        keep_result=5,
-        max_tries=1,
     )
     task = asyncio.create_task(running.async_run())
     try:
         yield running
     finally:
         task.cancel()
-        with pytest.raises(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError):
             await task
         with warnings.catch_warnings():
             # arq 0.28 closes its pool with redis-py's deprecated close().
