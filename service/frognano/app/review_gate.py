@@ -61,7 +61,7 @@ async def find_origins(client: RepoClient, number: int, head_sha: str) -> list[R
     try:
         commits = await client.pull_commits(number)
     except GitHubNotFound:
-        log.warning("cannot list the pull request's commits", pull=number)
+        log.warning("review_gate.commits_unlisted", pull=number)
         return []
     if len(commits) >= _PULL_COMMITS_LIMIT:
         raise GitHubError(
@@ -134,7 +134,7 @@ async def review_gate(app: GitHubApp, check: ReviewGateCheck) -> str:
         pull = await client.pull(number)
         head = pull.head_sha
         if head != check.head_sha:
-            bound.info("the head moved since the delivery", delivered=check.head_sha)
+            bound.info("review_gate.head_moved", delivered=check.head_sha)
         try:
             verdict = await _decide(client, number, head, pull.author)
         except Exception as exc:
@@ -150,11 +150,11 @@ async def review_gate(app: GitHubApp, check: ReviewGateCheck) -> str:
             try:
                 await complete_review_check(client, head, failed)
             except GitHubError as publish_error:
-                bound.warning("could not record the failure", error=str(publish_error))
+                bound.warning("review_gate.failure_unrecorded", error=str(publish_error))
             raise
         await complete_review_check(client, head, verdict)
     bound.info(
-        "review gate decided", head=head, conclusion=verdict.conclusion, approver=verdict.approver
+        "review_gate.decided", head=head, conclusion=verdict.conclusion, approver=verdict.approver
     )
     return verdict.conclusion
 
