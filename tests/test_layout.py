@@ -163,7 +163,7 @@ def test_no_import_cycles() -> None:
 def test_subpackages_are_found() -> None:
     edges = _internal_edges()
     # The control: a layering test that reads no edge would pass; these edges exist.
-    assert "frognano.run.pipeline" in edges["frognano.app.worker"]
+    assert "frognano.run.pipeline" in edges["frognano.app.run_issue"]
     assert "frognano.agent.loop" in edges["frognano.run.pipeline"]
 
 

@@ -16,6 +16,8 @@
 #   │   ├── ContextOverflow    the request no longer fits the server's context window
 #   │   └── ModelResponseError the server refused the request (401, 404, ...) or answered
 #   │                          with something that is not a chat completion
+#   ├── MalformedJob           a job argument read from Redis is not what the queue writes;
+#   │                          defined in frognano.app.jobs; also a ValueError
 #   └── GitHubError            GitHub refused a request or kept failing; defined with its
 #                              subclasses in frognano.github.errors (unavailable, rate limited,
 #                              auth, forbidden, not found, request error, branch conflict)

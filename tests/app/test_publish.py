@@ -9,7 +9,6 @@ from typing import Any, TypedDict, Unpack, get_args
 import pytest
 
 from frognano.app import status
-from frognano.app.jobs import review_request
 from frognano.app.markdown import BODY_BUDGET, CHECK_BUDGET, neutralise, size
 from frognano.app.publish import Published, publish
 from frognano.app.review import (
@@ -17,8 +16,8 @@ from frognano.app.review import (
     VERIFICATION_CHECK,
     ReviewOrigin,
     parse_review_marker,
-    review_gate,
 )
+from frognano.app.review_gate import review_gate
 from frognano.app.texts import (
     TITLE_LIMIT,
     WARNING,
@@ -740,7 +739,7 @@ async def test_a_rerun_keeps_an_approval(
     repo = fake.repo(REPO)
     check = ReviewGateCheck(repo.installation_id, REPO, repo.id, first.pull.number,
                             first.commit_sha, "d-1")  # fmt: skip
-    assert await review_gate({"github_app": app}, request=review_request(check)) == "success"
+    assert await review_gate(app, check) == "success"
     await run_publish(client, fake)
     (human,) = runs_named(fake, HUMAN_REVIEW_CHECK)
     assert human["conclusion"] == "success"

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
-from frognano.app.jobs import review_request
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
@@ -17,9 +15,9 @@ from frognano.app.review import (
     evaluate,
     parse_review_marker,
     permission_logins,
-    review_gate,
     review_marker,
 )
+from frognano.app.review_gate import review_gate
 from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import GitHubApp
 from frognano.github.client import RepoClient
@@ -221,13 +219,6 @@ def test_marker_refuses_bad_values(run_id: str, labeller: str, issue: int) -> No
         review_marker(run_id, labeller, issue)
 
 
-def test_job_takes_exactly_what_the_queue_enqueues() -> None:
-    params = inspect.signature(review_gate).parameters
-    assert [(p.name, p.kind) for p in list(params.values())[1:]] == [
-        ("request", inspect.Parameter.KEYWORD_ONLY)
-    ]
-
-
 # -- the job against the fake GitHub --------------------------------------------------------
 
 
@@ -267,7 +258,7 @@ async def verify(client: RepoClient, sha: str, marker: str | None) -> None:
 async def gate(fake: FakeGitHub, app: GitHubApp, pull: Pull) -> str:
     repo = fake.repo(REPO)
     check = ReviewGateCheck(repo.installation_id, REPO, repo.id, pull.number, pull.head, "d-1")
-    return await review_gate({"github_app": app}, request=review_request(check))
+    return await review_gate(app, check)
 
 
 def human_check(fake: FakeGitHub, sha: str) -> dict[str, Any]:

@@ -4,8 +4,10 @@ and the local sandbox, then the human-review gate."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import hmac
+import inspect
 import json
 import os
 import subprocess
@@ -23,15 +25,14 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
-from frognano.app.intake import IntakeQueue
+from frognano.app.intake import DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
+from frognano.app.run_issue import run_issue
 from frognano.app.status import status_marker
 from frognano.app.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
 from frognano.app.web import create_app
-from frognano.app.worker import WorkerDeps, make_worker, run_issue
-from frognano.github.auth import GitHubApp
+from frognano.app.worker import FrogNanoWorker, WorkerDeps, build_worker, functions
 from frognano.github.retry import RetryPolicy, Transport
-from frognano.policy.store import PolicyStore
 from frognano.settings import Settings
 from tests.app.web.conftest import REDIS_URL, serving
 from tests.app.webhooks import payloads
@@ -60,11 +61,18 @@ FIX = [
 @dataclass
 class World:
     fake: FakeGitHub
-    deps: WorkerDeps
-    redis: Redis
+    worker: FrogNanoWorker
     queue_name: str
     repo_id: int
     job_ids: list[str]
+
+    @property
+    def deps(self) -> WorkerDeps:
+        return self.worker.deps
+
+    @property
+    def redis(self) -> Redis:
+        return self.deps.queue.redis
 
     async def submit(self, decision: RunRequest | ReviewGateCheck | CancelRequest) -> str:
         submission = await self.deps.queue.submit(decision)
@@ -78,13 +86,10 @@ class World:
                           "It should raise ValueError.")  # fmt: skip
 
     async def work(self) -> None:
-        worker = make_worker(self.deps, queue_name=self.queue_name, burst=True, poll_delay=0.05)
-        try:
-            await worker.main()
-        finally:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
-                await worker.close()
+        with warnings.catch_warnings():
+            # arq 0.28 closes its pool with redis-py's deprecated close().
+            warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
+            await self.worker.run(burst=True)
 
 
 @pytest.fixture
@@ -104,7 +109,6 @@ async def world(fake: FakeGitHub, tmp_path: Path) -> AsyncIterator[World]:
     policies = tmp_path / "policies"
     policies.mkdir()
     (policies / "default.yaml").write_text("version: 1\n")
-    redis = Redis.from_url(REDIS_URL)
     prefix = f"fntest-{uuid.uuid4().hex[:8]}:"
     settings = Settings(
         webhook_secret=SecretStr("s"),
@@ -119,24 +123,29 @@ async def world(fake: FakeGitHub, tmp_path: Path) -> AsyncIterator[World]:
         base_url=fake.base_url, seconds_between_requests=0, seconds_between_writes=0, timeout=10,
         retry=RetryPolicy(attempts=3, initial_delay=0.01, budget_seconds=10),
     )  # fmt: skip
-    app = GitHubApp(fake.app_id, fake.app_private_key.decode(), transport=transport)
     queue_name = f"{prefix}queue"
-    queue = IntakeQueue(redis, key_prefix=prefix, queue_name=queue_name)
-    store = PolicyStore(policies, registry=CollectorRegistry())
-    deps = WorkerDeps(
-        settings=settings, app=app, policies=store, queue=queue, registry=CollectorRegistry()
+    worker = build_worker(
+        settings,
+        transport=transport,
+        registry=CollectorRegistry(),
+        key_prefix=prefix,
+        queue_name=queue_name,
+        poll_delay=0.05,
+        watch_policies=False,
     )
-    world = World(fake, deps, redis, queue_name, int(fake.repo(REPO).id), [])
-    try:
-        yield world
-    finally:
-        app.close()
-        keys = [key async for key in redis.scan_iter(match=f"{prefix}*")]
-        for job_id in world.job_ids:
-            keys += [f"arq:{kind}:{job_id}" for kind in ("job", "result", "in-progress", "retry")]
-        if keys:
-            await redis.delete(*keys)
-        await redis.aclose()
+    world = World(fake, worker, queue_name, int(fake.repo(REPO).id), [])
+    async with worker:
+        try:
+            yield world
+        finally:
+            redis = world.redis
+            keys = [key async for key in redis.scan_iter(match=f"{prefix}*")]
+            for job_id in world.job_ids:
+                keys += [
+                    f"arq:{kind}:{job_id}" for kind in ("job", "result", "in-progress", "retry")
+                ]
+            if keys:
+                await redis.delete(*keys)
 
 
 def checks(fake: FakeGitHub, sha: str) -> dict[str, dict[str, Any]]:
@@ -302,7 +311,6 @@ async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world
         job_id = answer.json()["job_id"]
         run_id = answer.json()["run_id"]
         request = world.request()
-        ctx = {"deps": world.deps, "job_try": 2}
         await world.deps.queue.redis.hset(  # type: ignore[misc]
             world.deps.queue.run_key(world.repo_id, 7), mapping={"run_id": run_id, "job_id": job_id}
         )
@@ -310,8 +318,8 @@ async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world
             world.deps.settings = world.deps.settings.model_copy(
                 update={"model_base_url": second.base_url}
             )
-            again_request = {**_request_dict(request), "labeller_id": payloads.user("alice")["id"]}
-            assert await run_issue(ctx, run_id=run_id, request=again_request) == "published"
+            rerun = dataclasses.replace(request, labeller_id=payloads.user("alice")["id"])
+            assert await run_issue(world.deps, rerun, run_id=run_id, attempt=2) == "published"
     repo = fake.repo(REPO)
     assert len(repo.pulls) == 1
     assert len(repo.comments(7)) == 1
@@ -324,16 +332,6 @@ async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world
     trailer = f"Co-authored-by: alice <{alice_id}+alice@users.noreply.github.com>"
     assert repo.commits[head]["message"].rstrip("\n").endswith(trailer)
     assert repo.commits[head]["verified"] is True
-
-
-def _request_dict(request: RunRequest) -> dict[str, Any]:
-    issue = request.issue
-    return {
-        "issue": {"installation_id": issue.installation_id, "repo": issue.repo,
-                  "repo_id": issue.repo_id, "number": issue.number},
-        "delivery_id": request.delivery_id, "labeller": request.labeller,
-        "label": request.label, "title": request.title, "body": request.body,
-    }  # fmt: skip
 
 
 def worker_process_env(
@@ -378,6 +376,21 @@ async def test_a_killed_worker_is_replaced_and_nothing_is_duplicated(
     (comment,) = repo.comments(7)
     assert "/pull/" in comment["body"]
     assert not processes_with(marker)
+
+
+def test_each_job_takes_exactly_what_the_queue_enqueues() -> None:
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    taken = {
+        job.name: [
+            (p.name, p.kind) for p in list(inspect.signature(job.coroutine).parameters.values())[1:]
+        ]
+        for job in functions()
+    }
+    assert taken == {
+        RUN_JOB: [("run_id", keyword), ("request", keyword)],
+        REVIEW_JOB: [("request", keyword)],
+        DROP_TOKENS_JOB: [("request", keyword)],
+    }
 
 
 def test_the_worker_command_refuses_to_start_without_the_app_settings(tmp_path: Path) -> None:

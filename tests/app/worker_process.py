@@ -12,14 +12,10 @@ import os
 
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
-from redis.asyncio import Redis
 
-from frognano.app.intake import IntakeQueue
-from frognano.app.worker import WorkerDeps, make_worker
-from frognano.github.auth import GitHubApp
+from frognano.app.worker import build_worker
 from frognano.github.retry import Transport
 from frognano.log import configure_logging
-from frognano.policy.store import PolicyStore
 from frognano.settings import Settings
 
 
@@ -41,19 +37,19 @@ async def main() -> None:
     transport = Transport(
         base_url=config["api_url"], seconds_between_requests=0, seconds_between_writes=0
     )
-    app = GitHubApp(config["app_id"], config["private_key"], transport=transport)
-    redis = Redis.from_url(config["redis_url"])
-    queue = IntakeQueue(redis, key_prefix=config["prefix"], queue_name=config["queue_name"])
-    deps = WorkerDeps(
-        settings=settings,
-        app=app,
-        policies=PolicyStore(settings.policy_dir, registry=CollectorRegistry()),
-        queue=queue,
+    worker = build_worker(
+        settings,
+        transport=transport,
+        registry=CollectorRegistry(),
+        key_prefix=config["prefix"],
+        queue_name=config["queue_name"],
+        poll_delay=0.05,
         heartbeat_seconds=config["heartbeat_seconds"],
         heartbeat_ttl=config["heartbeat_ttl"],
-        registry=CollectorRegistry(),
+        watch_policies=False,
     )
-    await make_worker(deps, queue_name=config["queue_name"], poll_delay=0.05).async_run()
+    async with worker:
+        await worker.run()
 
 
 if __name__ == "__main__":

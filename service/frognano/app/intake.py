@@ -41,13 +41,14 @@
 # Job arguments are JSON (`serialize` / `deserialize` below, not arq's default pickle: whoever
 # can write to Redis could otherwise run code in the worker). The worker must pass
 # `job_serializer=serialize, job_deserializer=deserialize` to arq. Each job gets keyword
-# arguments only, plain dicts mirroring the trigger dataclasses:
+# arguments only; `request` is the trigger dataclass as `jobs.to_job` writes it (the worker
+# reads it back with `jobs.from_job`):
 #
-#     run_issue(ctx, *, run_id: str, request: {issue: {installation_id, repo, repo_id,
-#               number}, delivery_id, labeller, label, title, body})
-#     review_gate(ctx, *, request: {installation_id, repo, repo_id, pull_number, head_sha,
-#                 delivery_id})
-#     drop_tokens(ctx, *, request: {installation_id, delivery_id})
+#     run_issue(ctx, *, run_id: str, request: RunRequest {issue: {installation_id, repo,
+#               repo_id, number}, delivery_id, labeller, label, title, body, labeller_id})
+#     review_gate(ctx, *, request: ReviewGateCheck {installation_id, repo, repo_id,
+#                 pull_number, head_sha, delivery_id})
+#     drop_tokens(ctx, *, request: DropTokens {installation_id, delivery_id})
 #
 # Job ids: `run:{repo_id}:{number}:{run_id}`, `review:{repo_id}:{pull_number}:{delivery_id}`,
 # `drop-tokens:{installation_id}:{delivery_id}`. The keys span hash slots: this needs a single
@@ -57,7 +58,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from arq.constants import (
     abort_jobs_ss,
@@ -78,14 +78,15 @@ from frognano.app.intake_scripts import (
     TAKE_WAITING_SCRIPT,
 )
 from frognano.app.jobs import (
+    DropTokensJobData,
+    ReviewJobData,
     Submission,
     Submittable,
     Waiting,
     deserialize,
-    review_request,
-    run_request,
     serialize,
     text,
+    to_job,
     waiting_events,
 )
 from frognano.app.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
@@ -177,7 +178,7 @@ class IntakeQueue:
                 body_digest,
                 REVIEW_JOB,
                 f"review:{decision.repo_id}:{decision.pull_number}:{decision.delivery_id}",
-                {"request": review_request(decision)},
+                to_job(decision),
             )
         if isinstance(decision, DropTokens):
             return await self._enqueue(
@@ -185,20 +186,13 @@ class IntakeQueue:
                 body_digest,
                 DROP_TOKENS_JOB,
                 f"drop-tokens:{decision.installation_id}:{decision.delivery_id}",
-                {
-                    "request": {
-                        "installation_id": decision.installation_id,
-                        "delivery_id": decision.delivery_id,
-                    }
-                },
+                to_job(decision),
             )
         raise TypeError(f"nothing to submit for {type(decision).__name__}")
 
     async def start_run(self, request: RunRequest, *, body_digest: str | None = None) -> Submission:
         """Queue a run unless the delivery was seen or the issue has a run queued or on."""
-        return await self._start(
-            run_request(request), self.delivery_key(request.delivery_id), body_digest
-        )
+        return await self._start(request, self.delivery_key(request.delivery_id), body_digest)
 
     async def requeue(self, waiting: Waiting) -> Submission:
         """Queue a waiting label event as a run of its own (once per event: a second call is a
@@ -209,24 +203,24 @@ class IntakeQueue:
         return await self._start(waiting.request, key, None)
 
     async def _start(
-        self, request: dict[str, Any], delivery_key: str, body_digest: str | None
+        self, request: RunRequest, delivery_key: str, body_digest: str | None
     ) -> Submission:
-        issue = request["issue"]
-        repo_id, number = int(issue["repo_id"]), int(issue["number"])
+        repo_id, number = request.issue.repo_id, request.issue.number
         run_id = new_run_id()
         job_id = f"run:{repo_id}:{number}:{run_id}"
         now_ms = int(time.time() * 1000)
+        data = to_job(request)
         job = serialize_job(
-            RUN_JOB, (), {"run_id": run_id, "request": request}, None, now_ms, serializer=serialize
+            RUN_JOB, (), {"run_id": run_id, "request": data}, None, now_ms, serializer=serialize
         )
-        delivery_id = request["delivery_id"]
+        delivery_id = request.delivery_id
         waiting = json.dumps(
             {
                 "delivery_id": delivery_id,
-                "labeller": request["labeller"],
-                "label": request["label"],
+                "labeller": request.labeller,
+                "label": request.label,
                 "at": time.time(),
-                "request": request,
+                "request": data,
             }
         )
         result = await self._run(
@@ -250,7 +244,7 @@ class IntakeQueue:
                 expires_extra_ms,
                 waiting,
                 delivery_id,
-                request["labeller"],
+                request.labeller,
                 delivery_id,
             ],
         )
@@ -285,10 +279,10 @@ class IntakeQueue:
         body_digest: str | None,
         function: str,
         job_id: str,
-        kwargs: dict[str, Any],
+        request: ReviewJobData | DropTokensJobData,
     ) -> Submission:
         now_ms = int(time.time() * 1000)
-        job = serialize_job(function, (), kwargs, None, now_ms, serializer=serialize)
+        job = serialize_job(function, (), {"request": request}, None, now_ms, serializer=serialize)
         result = await self._job(
             keys=[
                 self.delivery_key(delivery_id),

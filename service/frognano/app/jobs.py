@@ -1,15 +1,69 @@
 """What the intake queue stores and returns: job arguments as JSON, submissions, waiting events."""
 
+# A job's `request` argument is the trigger decision it was queued for (RunRequest,
+# ReviewGateCheck, DropTokens: frozen dataclasses). `to_job` writes its JSON form and
+# `from_job` reads one back, validated, so nothing else reads a job argument by string key.
+#
+# The JSON form is a contract with what is already queued: jobs that a running deployment
+# queued must still decode after an upgrade. Fields are only ever added with a default (runs
+# queued before `labeller_id` existed lack it), and keys `from_job` does not know are ignored,
+# so an older worker still runs what a newer receiver queued during a rolling update.
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, overload
 
-from frognano.app.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
+from frognano.app.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
+from frognano.errors import FrogNanoError
 
 Status = Literal["queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"]
 Submittable = RunRequest | CancelRequest | ReviewGateCheck | DropTokens
+JobPayload = RunRequest | ReviewGateCheck | DropTokens
+"""What a job's `request` argument holds, once `from_job` has read it."""
+
+
+class MalformedJob(FrogNanoError, ValueError):
+    """A job argument read from Redis is not what `to_job` writes; the message says where."""
+
+
+class IssueData(TypedDict):
+    installation_id: int
+    repo: str
+    repo_id: int
+    number: int
+
+
+class RunJobData(TypedDict):
+    """The run job's `request` argument, as stored (a RunRequest)."""
+
+    issue: IssueData
+    delivery_id: str
+    labeller: str
+    label: str
+    title: str
+    body: str
+    labeller_id: NotRequired[int | None]
+    """Absent from runs queued before it existed."""
+
+
+class ReviewJobData(TypedDict):
+    """The review gate job's `request` argument, as stored (a ReviewGateCheck)."""
+
+    installation_id: int
+    repo: str
+    repo_id: int
+    pull_number: int
+    head_sha: str
+    delivery_id: str
+
+
+class DropTokensJobData(TypedDict):
+    """The drop-tokens job's `request` argument, as stored (a DropTokens)."""
+
+    installation_id: int
+    delivery_id: str
 
 
 def serialize(data: Any) -> bytes:
@@ -21,6 +75,125 @@ def serialize(data: Any) -> bytes:
 def deserialize(data: bytes) -> Any:
     """arq `job_deserializer`."""
     return json.loads(data)
+
+
+@overload
+def to_job(payload: RunRequest) -> RunJobData: ...
+@overload
+def to_job(payload: ReviewGateCheck) -> ReviewJobData: ...
+@overload
+def to_job(payload: DropTokens) -> DropTokensJobData: ...
+def to_job(payload: JobPayload) -> RunJobData | ReviewJobData | DropTokensJobData:
+    """The JSON-able form of a job's `request` argument, as stored in Redis."""
+    # By hand: dataclasses.asdict deep-copies, a tenth of a delivery's time.
+    if isinstance(payload, RunRequest):
+        issue = payload.issue
+        return {
+            "issue": {
+                "installation_id": issue.installation_id,
+                "repo": issue.repo,
+                "repo_id": issue.repo_id,
+                "number": issue.number,
+            },
+            "delivery_id": payload.delivery_id,
+            "labeller": payload.labeller,
+            "label": payload.label,
+            "title": payload.title,
+            "body": payload.body,
+            "labeller_id": payload.labeller_id,
+        }
+    if isinstance(payload, ReviewGateCheck):
+        return {
+            "installation_id": payload.installation_id,
+            "repo": payload.repo,
+            "repo_id": payload.repo_id,
+            "pull_number": payload.pull_number,
+            "head_sha": payload.head_sha,
+            "delivery_id": payload.delivery_id,
+        }
+    return {"installation_id": payload.installation_id, "delivery_id": payload.delivery_id}
+
+
+@overload
+def from_job(kind: type[RunRequest], data: object) -> RunRequest: ...
+@overload
+def from_job(kind: type[ReviewGateCheck], data: object) -> ReviewGateCheck: ...
+@overload
+def from_job(kind: type[DropTokens], data: object) -> DropTokens: ...
+def from_job(kind: type[JobPayload], data: object) -> JobPayload:
+    """Read back what `to_job` wrote for a `kind` payload (JSON from Redis: untrusted in
+    shape). Raises MalformedJob naming the first field that is missing or of the wrong type."""
+    if kind is RunRequest:
+        run = _Fields(data, "the run job's request")
+        issue = run.nested("issue")
+        return RunRequest(
+            IssueRef(
+                installation_id=issue.integer("installation_id"),
+                repo=issue.string("repo"),
+                repo_id=issue.integer("repo_id"),
+                number=issue.integer("number"),
+            ),
+            delivery_id=run.string("delivery_id"),
+            labeller=run.string("labeller"),
+            label=run.string("label"),
+            title=run.string("title"),
+            body=run.string("body"),
+            labeller_id=run.optional_integer("labeller_id"),
+        )
+    if kind is ReviewGateCheck:
+        review = _Fields(data, "the review gate job's request")
+        return ReviewGateCheck(
+            installation_id=review.integer("installation_id"),
+            repo=review.string("repo"),
+            repo_id=review.integer("repo_id"),
+            pull_number=review.integer("pull_number"),
+            head_sha=review.string("head_sha"),
+            delivery_id=review.string("delivery_id"),
+        )
+    if kind is DropTokens:
+        drop = _Fields(data, "the drop-tokens job's request")
+        return DropTokens(
+            installation_id=drop.integer("installation_id"), delivery_id=drop.string("delivery_id")
+        )
+    raise TypeError(f"{kind.__name__} is not a job payload")
+
+
+class _Fields:
+    """Typed reads from one JSON object, each failure naming the field."""
+
+    def __init__(self, data: object, where: str) -> None:
+        if not isinstance(data, dict):
+            raise MalformedJob(f"{where} is not a JSON object but {type(data).__name__}")
+        self.data: dict[str, object] = data
+        self.where = where
+
+    def _get(self, key: str) -> object:
+        if key not in self.data:
+            raise MalformedJob(f"{self.where} has no {key!r}")
+        return self.data[key]
+
+    def _wrong(self, key: str, expected: str, value: object) -> MalformedJob:
+        return MalformedJob(f"{self.where}: {key!r} must be {expected}, not {type(value).__name__}")
+
+    def string(self, key: str) -> str:
+        value = self._get(key)
+        if not isinstance(value, str):
+            raise self._wrong(key, "a string", value)
+        return value
+
+    def integer(self, key: str) -> int:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._wrong(key, "an integer", value)
+        return value
+
+    def optional_integer(self, key: str) -> int | None:
+        if self.data.get(key) is None:
+            return None
+        return self.integer(key)
+
+    def nested(self, key: str) -> _Fields:
+        return _Fields(self._get(key), f"{self.where}.{key}")
 
 
 @dataclass(frozen=True)
@@ -45,50 +218,8 @@ class Waiting:
     label: str
     at: float
     """Unix time it arrived."""
-    request: dict[str, Any] | None = None
-    """The run job's `request` argument for this event (see above), to queue it later."""
-
-
-def run_request(request: RunRequest) -> dict[str, Any]:
-    # By hand: dataclasses.asdict deep-copies, a tenth of a delivery's time.
-    issue = request.issue
-    return {
-        "issue": {
-            "installation_id": issue.installation_id,
-            "repo": issue.repo,
-            "repo_id": issue.repo_id,
-            "number": issue.number,
-        },
-        "delivery_id": request.delivery_id,
-        "labeller": request.labeller,
-        "label": request.label,
-        "title": request.title,
-        "body": request.body,
-        "labeller_id": request.labeller_id,
-    }
-
-
-class ReviewJob(TypedDict):
-    """The review gate job's `request` argument."""
-
-    installation_id: int
-    repo: str
-    repo_id: int
-    pull_number: int
-    head_sha: str
-    """The pull request's head as the delivery saw it."""
-    delivery_id: str
-
-
-def review_request(check: ReviewGateCheck) -> ReviewJob:
-    return {
-        "installation_id": check.installation_id,
-        "repo": check.repo,
-        "repo_id": check.repo_id,
-        "pull_number": check.pull_number,
-        "head_sha": check.head_sha,
-        "delivery_id": check.delivery_id,
-    }
+    request: RunRequest | None = None
+    """The run this event asks for, to queue it later (None: the entry carries none)."""
 
 
 def text(value: bytes | str) -> str:
@@ -99,13 +230,14 @@ def waiting_events(entries: list[bytes | str]) -> list[Waiting]:
     found = []
     for entry in entries:
         data = json.loads(entry)
+        request = data.get("request")
         found.append(
             Waiting(
                 data["delivery_id"],
                 data["labeller"],
                 data["label"],
                 data["at"],
-                data.get("request"),
+                None if request is None else from_job(RunRequest, request),
             )
         )
     return found

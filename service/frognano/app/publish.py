@@ -7,13 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from frognano.app.review import (
-    HUMAN_REVIEW_CHECK,
-    VERIFICATION_CHECK,
-    complete_review_check,
-    evaluate,
-    review_marker,
-)
+from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK, evaluate, review_marker
+from frognano.app.review_gate import complete_review_check
 from frognano.app.texts import (
     co_author_trailer,
     commit_message,
@@ -134,7 +129,7 @@ async def _commit(
         return sha
     existing, new = await _git_commit(client, current), await _git_commit(client, sha)
     if _same_content(existing, new, app_login):
-        log.info("branch already holds this patch; keeping its commit", branch=branch, sha=current)
+        log.info("publish.branch_kept", branch=branch, sha=current)
         return current
     return sha
 
@@ -267,7 +262,7 @@ async def publish(
         client, pull.number, previous, policy=policy, labeller=labeller, app_login=app_login
     )
     bound.info(
-        "published",
+        "publish.published",
         pull=pull.number,
         draft=pull.draft,
         head=head,

@@ -1,36 +1,30 @@
-"""The human-review gate: the check `FrogNano / human review` on a FrogNano pull request.
+"""The human-review gate's decision (pure) and the marker recording who started a run."""
 
-The check on the pull request's CURRENT head commit is `success` only when the latest review
-of some user is an approval of exactly that commit, and that user
-
-1. is not a bot (`type` Bot, or a login ending in `[bot]`),
-2. is not this app,
-3. did not apply the label that started the run (the "labeller"), and
-4. has write, maintain or admin access, read through the collaborator-permission API when
-   the gate runs (never trusted from a payload).
-
-Otherwise it is completed as `action_required`, with a summary naming what is missing and
-each approval that did not count and why. It is never left `in_progress` (GitHub turns checks
-left incomplete for 14 days `stale`). Each user's latest review decides: a later
-CHANGES_REQUESTED or DISMISSED review (GitHub also turns a dismissed approval itself into
-DISMISSED) withdraws an earlier approval. COMMENTED and PENDING reviews change nothing, as in
-GitHub's own review decision. Logins compare case-insensitively, as GitHub's do.
-
-Who the labeller is must not be forgeable by whoever can edit the pull request's text, so it
-is read from the `external_id` of the app's own `FrogNano / verification` check run: only the
-App that created a check run can write it. The worker sets it when it publishes, with
-`review_marker(run_id, labeller, issue)`, a compact JSON object:
-
-    {"run":"20250101-120000-abc123","labeller":"alice","issue":7}
-
-The gate looks for the marker on the head commit first; when the head has none (someone
-pushed on top of the app's commit) it looks at every commit of the pull request that the app
-authored, and every labeller found there is excluded. Check runs of any other App are
-ignored, whatever their name. No marker: `action_required`, saying that the pull request was
-not opened by a FrogNano run the gate can verify.
-
-`evaluate` is pure; `review_gate` is the arq job that reads GitHub and writes the check.
-"""
+# The check `FrogNano / human review` on a FrogNano pull request's CURRENT head commit is
+# `success` only when the latest review of some user is an approval of exactly that commit,
+# and that user
+#
+# 1. is not a bot (`type` Bot, or a login ending in `[bot]`),
+# 2. is not this app,
+# 3. did not apply the label that started the run (the "labeller"), and
+# 4. has write, maintain or admin access, read through the collaborator-permission API when
+#    the gate runs (never trusted from a payload).
+#
+# Otherwise it is completed as `action_required`, with a summary naming what is missing and
+# each approval that did not count and why. It is never left `in_progress` (GitHub turns
+# checks left incomplete for 14 days `stale`). Each user's latest review decides: a later
+# CHANGES_REQUESTED or DISMISSED review (GitHub also turns a dismissed approval itself into
+# DISMISSED) withdraws an earlier approval. COMMENTED and PENDING reviews change nothing, as
+# in GitHub's own review decision. Logins compare case-insensitively, as GitHub's do.
+#
+# Who the labeller is must not be forgeable by whoever can edit the pull request's text, so
+# it is read from the `external_id` of the app's own `FrogNano / verification` check run:
+# only the App that created a check run can write it. The worker sets it when it publishes,
+# with `review_marker(run_id, labeller, issue)`, a compact JSON object:
+#
+#     {"run":"20250101-120000-abc123","labeller":"alice","issue":7}
+#
+# `evaluate` decides; review_gate.py is the job that reads GitHub and writes the check.
 
 from __future__ import annotations
 
@@ -38,50 +32,37 @@ import json
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from frognano.app.jobs import ReviewJob
-from frognano.github.auth import REVIEW_GATE, GitHubApp
-from frognano.github.client import RepoClient
-from frognano.github.errors import GitHubError, GitHubNotFound
 from frognano.github.models import Review, is_bot
-from frognano.log import get_logger
 
 __all__ = [
     "HUMAN_REVIEW_CHECK",
+    "SHORT_SHA",
     "VERIFICATION_CHECK",
     "WRITE_ROLES",
     "ReviewOrigin",
     "ReviewVerdict",
-    "complete_review_check",
     "evaluate",
-    "find_origins",
     "parse_review_marker",
     "permission_logins",
-    "review_gate",
     "review_marker",
     "unverified",
 ]
-
-log = get_logger(__name__)
 
 HUMAN_REVIEW_CHECK = "FrogNano / human review"
 VERIFICATION_CHECK = "FrogNano / verification"
 
 WRITE_ROLES = frozenset({"write", "maintain", "admin"})
 """Roles whose approval can count (GitHub's `role_name`, or the legacy `permission`)."""
-_BUILTIN_ROLES = frozenset({"admin", "maintain", "write", "triage", "read", "none"})
 _NEUTRAL_STATES = frozenset({"COMMENTED", "PENDING"})
 """Review states that leave a user's earlier review in force."""
 
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 """A GitHub user login (people only: bots never start a run)."""
 _MARKER_LIMIT = 200
-_PULL_COMMITS_LIMIT = 250
-"""GitHub lists at most this many commits of a pull request."""
-_APP_COMMITS_LIMIT = 50
-"""Most of the app's own commits searched for markers; more and the gate fails closed."""
-_SHORT = 7
+SHORT_SHA = 7
+"""How many hex digits of a commit the check's texts show."""
 
 
 # -- the marker ---------------------------------------------------------------------------------
@@ -168,8 +149,8 @@ def _screen(
 ) -> str | None:
     """Why an approval cannot count whatever the approver's permission; None if it may."""
     if review.commit_id != head_sha:
-        old = review.commit_id[:_SHORT] if review.commit_id else "an unknown commit"
-        return f"approved {old}, not the current head {head_sha[:_SHORT]}"
+        old = review.commit_id[:SHORT_SHA] if review.commit_id else "an unknown commit"
+        return f"approved {old}, not the current head {head_sha[:SHORT_SHA]}"
     if review.user.casefold() == app_login.casefold():
         return "is this app"
     if is_bot(review.user, review.user_type):
@@ -228,7 +209,7 @@ def evaluate(
     (`permission_logins` says whose are needed; a login missing from it has none).
     `other_labellers` are excluded like `labeller` (other runs whose commits are in the PR)."""
     excluded = _excluded(labeller, other_labellers)
-    short = head_sha[:_SHORT]
+    short = head_sha[:SHORT_SHA]
     approvers: list[tuple[str, str]] = []
     refused: list[str] = []
     for review, approved_before in _latest(reviews).values():
@@ -291,150 +272,8 @@ def unverified(head_sha: str, reason: str) -> ReviewVerdict:
         summary=(
             f"The pull request was not opened by a FrogNano run it can verify: {reason}. "
             f"Without the app's own `{VERIFICATION_CHECK}` check run recording who started "
-            f"the run, no approval of {head_sha[:_SHORT]} can pass this check. Label the "
+            f"the run, no approval of {head_sha[:SHORT_SHA]} can pass this check. Label the "
             "issue again to start a new run, or have an administrator decide."
         ),
         approver=None,
-    )
-
-
-# -- the job ------------------------------------------------------------------------------------
-
-
-async def _markers_on(client: RepoClient, sha: str, app_id: int) -> list[ReviewOrigin]:
-    runs = await client.check_runs(sha, VERIFICATION_CHECK)
-    found = []
-    for run in runs:
-        if run.app_id != app_id:  # another App can name a check run anything
-            continue
-        origin = parse_review_marker(run.external_id)
-        if origin is not None:
-            found.append(origin)
-    return found
-
-
-async def find_origins(client: RepoClient, number: int, head_sha: str) -> list[ReviewOrigin]:
-    """The runs recorded on the app's verification check runs of pull request `number`,
-    newest first: those on `head_sha`, or when it has none, those on every commit of the pull
-    request that the app authored. Raises GitHubError when the search cannot be complete."""
-    if client.app_id is None or client.app_login is None:
-        raise GitHubError("the review gate needs the App's numeric id and login")
-    origins = await _markers_on(client, head_sha, client.app_id)
-    if origins:
-        return origins
-    try:
-        commits = await client.pull_commits(number)
-    except GitHubNotFound:
-        log.warning("cannot list the pull request's commits", pull=number)
-        return []
-    if len(commits) >= _PULL_COMMITS_LIMIT:
-        raise GitHubError(
-            f"pull request #{number} has {len(commits)} or more commits, too many to search "
-            "for the FrogNano run that opened it"
-        )
-    app_login = client.app_login.casefold()
-    ours = [
-        commit.sha
-        for commit in reversed(commits)
-        if commit.sha != head_sha and (commit.author or "").casefold() == app_login
-    ]
-    if len(ours) > _APP_COMMITS_LIMIT:
-        raise GitHubError(
-            f"pull request #{number} has {len(ours)} commits by the app, too many to search "
-            "for the FrogNano runs behind it"
-        )
-    for sha in ours:
-        origins.extend(await _markers_on(client, sha, client.app_id))
-    return origins
-
-
-async def _decide(client: RepoClient, number: int, head_sha: str, author: str) -> ReviewVerdict:
-    app_login = client.app_login or ""
-    if author.casefold() != app_login.casefold():
-        return unverified(head_sha, f"it was opened by @{author}, not by this app")
-    origins = await find_origins(client, number, head_sha)
-    if not origins:
-        return unverified(
-            head_sha,
-            f"none of its commits carries this app's `{VERIFICATION_CHECK}` check run "
-            "with the record of who started the run",
-        )
-    labeller = origins[0].labeller
-    others = sorted({o.labeller for o in origins[1:]} - {labeller})
-    reviews = await client.reviews(number)
-    permissions = {}
-    for login in permission_logins(
-        reviews,
-        head_sha=head_sha,
-        labeller=labeller,
-        app_login=app_login,
-        other_labellers=others,
-    ):
-        role_name, legacy = await client.permission_levels(login)
-        # A custom role is judged by its base role, which the legacy field shows.
-        permissions[login] = role_name if role_name in _BUILTIN_ROLES else legacy
-    return evaluate(
-        reviews,
-        head_sha=head_sha,
-        labeller=labeller,
-        app_login=app_login,
-        permissions=permissions,
-        other_labellers=others,
-    )
-
-
-async def review_gate(ctx: dict[str, Any], *, request: ReviewJob) -> str:
-    """arq job `review_gate` (queue.REVIEW_JOB): re-read the pull request, its head and its
-    reviews from GitHub (the delivery may be stale or out of order), decide, and complete
-    the human-review check on the CURRENT head. Returns the conclusion.
-
-    `request` is what jobs.review_request wrote; `ctx["github_app"]` is the GitHubApp (`ctx`
-    stays a dict: arq's job protocol wants one). When deciding fails after the head is
-    known, the check is completed as `action_required` (best effort) and the error raised.
-    """
-    app: GitHubApp = ctx["github_app"]
-    repo = str(request["repo"])
-    number = int(request["pull_number"])
-    client = await app.repo_client(
-        int(request["installation_id"]), repo, int(request["repo_id"]), REVIEW_GATE
-    )
-    bound = log.bind(repo=repo, pull=number, delivery_id=request.get("delivery_id"))
-    async with client:
-        pull = await client.pull(number)
-        head = pull.head_sha
-        if head != request.get("head_sha"):
-            bound.info("the head moved since the delivery", delivered=request.get("head_sha"))
-        try:
-            verdict = await _decide(client, number, head, pull.author)
-        except Exception as exc:
-            failed = ReviewVerdict(
-                conclusion="action_required",
-                title="The review gate could not decide",
-                summary=(
-                    f"The review gate failed while reading {head[:_SHORT]}'s reviews: "
-                    f"{type(exc).__name__}: {exc}. It is blocked until an event retries it."
-                ),
-                approver=None,
-            )
-            try:
-                await complete_review_check(client, head, failed)
-            except GitHubError as publish_error:
-                bound.warning("could not record the failure", error=str(publish_error))
-            raise
-        await complete_review_check(client, head, verdict)
-    bound.info(
-        "review gate decided", head=head, conclusion=verdict.conclusion, approver=verdict.approver
-    )
-    return verdict.conclusion
-
-
-async def complete_review_check(client: RepoClient, head_sha: str, verdict: ReviewVerdict) -> int:
-    """Complete the human-review check on `head_sha` as `verdict` says; returns its id."""
-    return await client.upsert_check_run(
-        head_sha,
-        HUMAN_REVIEW_CHECK,
-        status="completed",
-        conclusion=verdict.conclusion,
-        title=verdict.title,
-        summary=verdict.summary,
     )

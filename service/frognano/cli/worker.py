@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Annotated
 
 import typer
@@ -37,13 +35,8 @@ def worker_command(
     warn runs anyway); it also deletes expired and failed sandbox pods periodically.
     """
     # Imported here: the worker's dependencies are heavy, and cli.py imports this module.
-    from redis.asyncio import Redis  # noqa: PLC0415
-
-    from frognano.app.intake import IntakeQueue  # noqa: PLC0415
-    from frognano.app.worker import WorkerDeps, make_worker  # noqa: PLC0415
+    from frognano.app.worker import build_worker  # noqa: PLC0415
     from frognano.errors import ConfigError  # noqa: PLC0415
-    from frognano.github.auth import GitHubApp  # noqa: PLC0415
-    from frognano.policy.store import PolicyStore  # noqa: PLC0415
 
     settings = _settings(ctx)
     if metrics_port is not None:
@@ -51,29 +44,15 @@ def worker_command(
 
         start_http_server(metrics_port)
     try:
-        app = GitHubApp.from_settings(settings)
-        policies = PolicyStore(settings.policy_dir)
+        worker = build_worker(settings, max_jobs=max_jobs)
     except ConfigError as exc:
         _fail(str(exc), 2)
 
     async def main() -> None:
-        if settings.sandbox == "kubernetes":
-            await _require_isolated_sandboxes(settings)
-        redis = Redis.from_url(settings.redis_url)
-        watcher = asyncio.create_task(policies.watch())
-        worker = make_worker(
-            WorkerDeps(settings=settings, app=app, policies=policies, queue=IntakeQueue(redis)),
-            max_jobs=max_jobs,
-        )
-        try:
-            await worker.async_run()
-        finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-            await worker.close()
-            await redis.aclose()
-            app.close()
+        async with worker:
+            if settings.sandbox == "kubernetes":
+                await _require_isolated_sandboxes(settings)
+            await worker.run()
 
     _run(main())
 

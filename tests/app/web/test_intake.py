@@ -4,6 +4,7 @@ of the jobs this module writes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import warnings
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 from arq import Worker
-from arq.connections import ArqRedis
+from arq.connections import RedisSettings
 from arq.worker import func
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -26,7 +27,9 @@ from frognano.app.intake import (
     deserialize,
     serialize,
 )
+from frognano.app.jobs import from_job, to_job
 from frognano.app.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.worker import arq_worker
 from tests.app.web.conftest import REDIS_URL, Space, free_port
 
 
@@ -53,26 +56,25 @@ Job = Callable[..., Awaitable[Any]]
 
 @asynccontextmanager
 async def worker(space: Space, **functions: Job) -> AsyncIterator[Worker]:
-    """A real arq worker on the test's queue, configured as FrogNano's worker must be."""
-    pool = ArqRedis.from_url(REDIS_URL)
-    running = Worker(
-        [func(job, name=name) for name, job in functions.items()],  # type: ignore[arg-type]
+    """FrogNano's arq worker on the test's queue, running these job functions until the
+    queue is empty."""
+    jobs = [
+        func(job, name=name, keep_result=5, max_tries=1)  # type: ignore[arg-type]
+        for name, job in functions.items()
+    ]
+    running = arq_worker(
+        jobs,
+        redis_settings=RedisSettings.from_dsn(REDIS_URL),
         queue_name=space.queue_name,
-        redis_pool=pool,
-        job_serializer=serialize,
-        job_deserializer=deserialize,
-        allow_abort_jobs=True,
+        burst=True,
         poll_delay=0.05,
-        handle_signals=False,
-        keep_result=5,
-        max_tries=1,
     )
     task = asyncio.create_task(running.async_run())
     try:
         yield running
     finally:
         task.cancel()
-        with pytest.raises(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError):
             await task
         with warnings.catch_warnings():
             # arq 0.28 closes its pool with redis-py's deprecated close().
@@ -123,6 +125,7 @@ async def test_a_worker_runs_the_job_with_plain_json_arguments(space: Space) -> 
     ]
     # The job carries exactly the trigger's fields (nothing added or lost on the way).
     assert seen[0]["request"] == dataclasses.asdict(run_request(space, "d-1"))
+    assert from_job(RunRequest, seen[0]["request"]) == run_request(space, "d-1")
     # The run ended: the next label event starts a new run.
     assert await queue.current_run(space.ident, 7) is None
     again = await queue.submit(run_request(space, "d-2"))
@@ -304,6 +307,8 @@ async def test_review_and_drop_tokens_jobs_run_in_a_worker(space: Space) -> None
         REVIEW_JOB: dataclasses.asdict(review),
         DROP_TOKENS_JOB: dataclasses.asdict(drop),
     }
+    assert from_job(ReviewGateCheck, dict(got)[REVIEW_JOB]) == review
+    assert from_job(DropTokens, dict(got)[DROP_TOKENS_JOB]) == drop
     assert sorted(got, key=lambda g: g[0]) == [
         (DROP_TOKENS_JOB, {"installation_id": space.ident, "delivery_id": "i-1"}),
         (
@@ -386,9 +391,7 @@ async def test_a_waiting_event_is_requeued_once_as_its_own_run(space: Space) -> 
     assert first.run_id is not None
     waiting = await queue.finish_run(space.ident, 7, first.run_id)
     assert [w.labeller for w in waiting] == ["alice", "bob"]
-    assert waiting[0].request is not None
-    assert waiting[0].request["labeller"] == "alice"
-    assert waiting[0].request["title"] == "Title"
+    assert waiting[0].request == run_request(space, "d-2", labeller="alice")
     alice = await queue.requeue(waiting[0])
     assert alice.status == "queued"
     assert (await queue.requeue(waiting[0])).status == "duplicate"  # a retried worker
@@ -399,4 +402,4 @@ async def test_a_waiting_event_is_requeued_once_as_its_own_run(space: Space) -> 
     assert (record["labeller"], record["delivery_id"]) == ("alice", "d-2")
     job = await space.redis.get(f"arq:job:{alice.job_id}")
     assert job is not None
-    assert deserialize(job)["k"]["request"] == waiting[0].request
+    assert deserialize(job)["k"]["request"] == to_job(waiting[0].request)

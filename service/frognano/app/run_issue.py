@@ -1,0 +1,328 @@
+"""The run job for one issue, stage by stage: authorise, acknowledge, fetch, pipeline, publish."""
+
+# `run_issue` reads top to bottom as the flow; each stage below it is one function. Every
+# stage is idempotent (the status comment is edited in place, publish converges on one
+# branch and one pull request), so arq's re-run after a crash neither duplicates nor loses
+# work. However the run ends, `_finish` frees the issue for the next label event.
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+from arq.worker import Retry
+from prometheus_client import Counter
+
+from frognano.agent.loop import Progress
+from frognano.app.intake import IntakeQueue, Waiting
+from frognano.app.publish import publish
+from frognano.app.status import (
+    Cancelled,
+    Error,
+    NoPullRequest,
+    Published,
+    Queued,
+    Working,
+    status_marker,
+)
+from frognano.app.status_comment import StatusComment
+from frognano.app.triggers import RunRequest
+from frognano.errors import SandboxBusy
+from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp, Permissions
+from frognano.github.client import RepoClient
+from frognano.github.models import FileChange
+from frognano.log import bound_contextvars, get_logger
+from frognano.policy.models import EffectivePolicy
+from frognano.policy.store import PolicyStore
+from frognano.run.baselines import RedisCache
+from frognano.run.job import SolveJob
+from frognano.run.pipeline import SolveOutcome, solve
+from frognano.sandbox.kubernetes.pod import ATTEMPT
+from frognano.settings import Settings
+
+__all__ = ["RUN_MAX_TRIES", "RunCancelled", "RunDeps", "run_issue"]
+
+log = get_logger(__name__)
+
+PERMISSION_RANK = {"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
+CANCEL_POLL_SECONDS = 2.0
+RUN_MAX_TRIES = 3
+
+
+@dataclass(kw_only=True)
+class RunDeps:
+    """What a run needs; the worker's WorkerDeps, made once by `build_worker`, is one."""
+
+    settings: Settings
+    app: GitHubApp
+    policies: PolicyStore
+    queue: IntakeQueue
+    runs: Counter
+    """Run jobs by how they ended, label `result`."""
+    busy_retry_seconds: float
+    """How long a run that found the sandbox quota full waits, times its attempt number,
+    before it tries again (at most RUN_MAX_TRIES attempts in all)."""
+
+
+class RunCancelled(Exception):
+    """The issue's run was cancelled (label removed, issue closed)."""
+
+
+async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt: int) -> str:
+    """One run for one issue (`attempt` is arq's try, from 1). Returns how it ended:
+    published, no_pull_request, unauthorised, cancelled or disabled; raises arq's Retry to
+    wait for a sandbox, and whatever failed otherwise."""
+    run = _Run(deps, request, run_id, attempt)
+    issue = request.issue
+    with bound_contextvars(run_id=run_id, repo=issue.repo, issue=issue.number):
+        result = "error"
+        try:
+            result = await _stages(run)
+        except asyncio.CancelledError:
+            result = "cancelled"
+            raise
+        except Retry:
+            result = "waiting"  # the same run, deferred: it keeps the issue's single flight
+            raise
+        else:
+            return result
+        finally:
+            await _finish(run, result)
+
+
+async def _stages(run: _Run) -> str:
+    policy = run.deps.policies.current.for_repo(run.request.issue.repo)
+    if not policy.enabled:
+        log.info("run.disabled")
+        return "disabled"
+    ack = await _authorise(run, policy)
+    if ack is None:
+        return "unauthorised"
+    status = await _acknowledge(run, ack)
+    try:
+        async with _fetch(run) as base:
+            outcome = await _pipeline(run, policy, base, status)
+        if not outcome.patch_ready:
+            await status.say(NoPullRequest(why=outcome.report, run_id=run.run_id))
+            return "no_pull_request"
+        await _publish(run, policy, base, outcome, status)
+    except RunCancelled as exc:
+        await status.say(Cancelled(reason=str(exc), run_id=run.run_id))
+        return "cancelled"
+    except SandboxBusy as exc:
+        await _wait_for_sandbox(run, status, exc)
+    except asyncio.CancelledError:
+        # arq aborted the job (a cancel that arrived while it was queued or running).
+        with contextlib.suppress(Exception):
+            await asyncio.shield(_say_cancelled(run, status))
+        raise
+    except Exception:
+        log.exception("run.failed")
+        with contextlib.suppress(Exception):
+            await status.say(Error(run_id=run.run_id))
+        raise
+    return "published"
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every stage of one run is about."""
+
+    deps: RunDeps
+    request: RunRequest
+    run_id: str
+    attempt: int
+
+    async def client(self, permissions: Permissions) -> RepoClient:
+        """The issue's repository, with a token narrowed to one stage's `permissions`."""
+        issue = self.request.issue
+        return await self.deps.app.repo_client(
+            issue.installation_id, issue.repo, issue.repo_id, permissions
+        )
+
+    @property
+    def out_dir(self) -> Path:
+        """Where this attempt's reports and trajectory go."""
+        return self.deps.settings.trajectory_dir / self.run_id / f"attempt-{self.attempt}"
+
+
+async def _authorise(run: _Run, policy: EffectivePolicy) -> RepoClient | None:
+    """The acknowledging client when the labeller may start a run, else None."""
+    ack = await run.client(ACKNOWLEDGE)
+    labeller = run.request.labeller
+    role = await ack.permission(labeller)
+    if PERMISSION_RANK.get(role, 0) < PERMISSION_RANK[policy.trigger.min_permission]:
+        # No comment: an outsider must not be able to make the bot talk.
+        log.warning("run.unauthorised", labeller=labeller, role=role)
+        return None
+    return ack
+
+
+async def _acknowledge(run: _Run, ack: RepoClient) -> StatusComment:
+    """👀 on the issue, and its status comment saying the run is queued."""
+    issue = run.request.issue
+    status = StatusComment(
+        ack,
+        issue.number,
+        status_marker(issue.number),
+        queue=run.deps.queue,
+        repo_id=issue.repo_id,
+        run_id=run.run_id,
+    )
+    await ack.react(issue.number, "eyes")
+    await status.say(Queued(run_id=run.run_id))
+    return status
+
+
+@dataclass(frozen=True)
+class _Base:
+    branch: str
+    sha: str
+    tree: Path
+    """The base commit's files; gone once `_fetch` exits."""
+
+
+@contextlib.asynccontextmanager
+async def _fetch(run: _Run) -> AsyncIterator[_Base]:
+    """The default branch's head commit, downloaded into a scratch directory."""
+    fetch = await run.client(FETCH)
+    branch, sha = await fetch.default_branch()
+    with tempfile.TemporaryDirectory(prefix="frognano-base-") as scratch:
+        yield _Base(branch, sha, await fetch.download_tree(sha, Path(scratch) / "tree"))
+
+
+async def _pipeline(
+    run: _Run, policy: EffectivePolicy, base: _Base, status: StatusComment
+) -> SolveOutcome:
+    """Solve the issue on the base tree (sandbox, agent, verification, gate), cancellable."""
+    deps, request = run.deps, run.request
+    job = SolveJob(
+        repo_dir=base.tree,
+        exclude=(),
+        title=request.title,
+        body=request.body,
+        out_dir=run.out_dir,
+        repo=request.issue.repo,
+        policy=policy,
+        policy_source=f"{deps.settings.policy_dir}",
+        backend=deps.settings.sandbox,
+        run_id=run.run_id,
+        sandbox_labels={ATTEMPT: str(run.attempt)},
+        baseline_cache=RedisCache(deps.queue.redis),
+        wait_for_model=True,
+    )
+    max_steps = policy.agent.max_steps
+    await status.say(Working(step=0, max_steps=max_steps, run_id=run.run_id))
+    return await _cancellable(
+        deps.queue,
+        run.run_id,
+        lambda progress: solve(deps.settings, job, on_progress=progress, on_stage=status.stage),
+        status.progress(max_steps),
+    )
+
+
+async def _publish(
+    run: _Run, policy: EffectivePolicy, base: _Base, outcome: SolveOutcome, status: StatusComment
+) -> None:
+    """The verified patch as a draft pull request, linked from the status comment."""
+    request = run.request
+    published = await publish(
+        await run.client(PUBLISH),
+        report=outcome.report,
+        changes=[FileChange(c.path, c.mode or "100644", c.content) for c in outcome.changes],
+        base_sha=base.sha,
+        base_branch=base.branch,
+        issue_number=request.issue.number,
+        issue_title=request.title,
+        labeller=request.labeller,
+        labeller_id=request.labeller_id,
+        run_id=run.run_id,
+        policy=policy.publish,
+        trajectory_location=str(run.out_dir / "trajectory.jsonl"),
+        app_login=await run.deps.app.app_login(),
+    )
+    pull = published.pull
+    await status.say(Published(url=pull.html_url, draft=pull.draft, run_id=run.run_id))
+
+
+async def _wait_for_sandbox(run: _Run, status: StatusComment, busy: SandboxBusy) -> NoReturn:
+    """Defer the run while the sandbox quota is full, saying so on the issue; give up with
+    the usual error comment after the last attempt."""
+    attempt = run.attempt
+    if attempt >= RUN_MAX_TRIES:
+        log.exception("run.no_sandbox", attempts=attempt)
+        with contextlib.suppress(Exception):
+            await status.say(Error(run_id=run.run_id))
+        raise busy
+    delay = run.deps.busy_retry_seconds * attempt
+    log.warning("run.sandbox_busy", error=str(busy), retry_in=delay, attempt=attempt)
+    await status.say(Queued(run_id=run.run_id, retry_in=delay))
+    raise Retry(defer=delay) from busy
+
+
+async def _say_cancelled(run: _Run, status: StatusComment) -> None:
+    reason = await run.deps.queue.cancel_reason(run.run_id) or "the run was cancelled"
+    await status.say(Cancelled(reason=reason, run_id=run.run_id))
+
+
+async def _finish(run: _Run, result: str) -> None:
+    """Count the run and free the issue (unless it only waits for a sandbox)."""
+    deps, issue = run.deps, run.request.issue
+    deps.runs.labels(result=result).inc()
+    if result == "waiting":
+        return
+    waiting = await deps.queue.finish_run(issue.repo_id, issue.number, run.run_id)
+    if result == "unauthorised":
+        await _requeue_others(deps.queue, waiting, run.request.labeller)
+    elif waiting:
+        log.info("run.waiting_triggers_dropped", count=len(waiting))
+
+
+async def _requeue_others(queue: IntakeQueue, waiting: list[Waiting], labeller: str) -> None:
+    """After an unauthorised labeller's run, the label events that waited for it are not
+    dropped: each other labeller's is queued (the first as a run, the rest waiting for it),
+    so an outsider's label cannot block a writer's. Their permission is checked in turn."""
+    seen: set[str] = set()
+    for entry in waiting:
+        if entry.labeller == labeller or entry.labeller in seen or entry.request is None:
+            continue
+        seen.add(entry.labeller)
+        submission = await queue.requeue(entry)
+        log.info(
+            "run.waiting_trigger_queued",
+            labeller=entry.labeller,
+            delivery=entry.delivery_id,
+            status=submission.status,
+            job_id=submission.job_id,
+        )
+
+
+async def _cancellable(
+    queue: IntakeQueue,
+    run_id: str,
+    start: Callable[[Callable[[Progress], None]], Awaitable[SolveOutcome]],
+    progress: Callable[[Progress], None],
+) -> SolveOutcome:
+    """Run the pipeline, cancelling it (sandbox closed, reports written) when the issue's
+    run is cancelled in Redis."""
+    task = asyncio.ensure_future(start(progress))
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=CANCEL_POLL_SECONDS)
+            if done:
+                return task.result()
+            reason = await queue.cancel_reason(run_id)
+            if reason is not None:
+                raise RunCancelled(reason)
+    finally:
+        # Cancelled here (the reason above, or arq aborting the job): the pipeline must stop
+        # too, so its sandbox is closed and its reports written before we go on.
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

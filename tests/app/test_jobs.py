@@ -1,0 +1,63 @@
+"""Job arguments: the JSON each job's `request` is stored as, and reading it back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from frognano.app.jobs import MalformedJob, deserialize, from_job, serialize, to_job
+from frognano.app.triggers import DropTokens, IssueRef, ReviewGateCheck, RunRequest
+
+RUN = RunRequest(IssueRef(100, "acme/calc", 42, 7), "d-1", "alice", "frognano", "T", "B", 5)
+REVIEW = ReviewGateCheck(100, "acme/calc", 42, 12, "b" * 40, "r-1")
+DROP = DropTokens(100, "i-1")
+
+
+@pytest.mark.parametrize("payload", [RUN, REVIEW, DROP], ids=lambda payload: type(payload).__name__)
+def test_the_stored_form_is_the_dataclass_and_reads_back(
+    payload: RunRequest | ReviewGateCheck | DropTokens,
+) -> None:
+    stored = to_job(payload)
+    # The wire form queued jobs already have: the trigger's fields, in their order.
+    assert list(json.loads(serialize(stored))) == list(dataclasses.asdict(payload))
+    assert stored == dataclasses.asdict(payload)
+    assert from_job(type(payload), deserialize(serialize(stored))) == payload
+
+
+def test_a_run_queued_before_labeller_id_existed_still_reads() -> None:
+    stored = dict(to_job(RUN))
+    del stored["labeller_id"]
+    assert from_job(RunRequest, stored) == dataclasses.replace(RUN, labeller_id=None)
+
+
+def test_keys_it_does_not_know_are_ignored() -> None:
+    # What a newer receiver may queue during a rolling update.
+    assert from_job(DropTokens, {**to_job(DROP), "reason": "suspended"}) == DROP
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([1, 2], "the run job's request is not a JSON object but list"),
+        ({**to_job(RUN), "issue": None}, r"request.issue is not a JSON object but NoneType"),
+        ({**to_job(RUN), "title": 3}, "'title' must be a string, not int"),
+        (
+            {**to_job(RUN), "issue": {**to_job(RUN)["issue"], "number": "7"}},
+            r"request.issue: 'number' must be an integer, not str",
+        ),
+        ({**to_job(RUN), "labeller_id": True}, "'labeller_id' must be an integer, not bool"),
+        ({k: v for k, v in to_job(RUN).items() if k != "body"}, "request has no 'body'"),
+    ],
+)
+def test_a_malformed_run_job_names_the_field(data: object, message: str) -> None:
+    with pytest.raises(MalformedJob, match=message):
+        from_job(RunRequest, data)
+
+
+def test_a_malformed_review_job_is_refused() -> None:
+    with pytest.raises(MalformedJob, match="the review gate job's request has no 'head_sha'"):
+        from_job(ReviewGateCheck, {k: v for k, v in to_job(REVIEW).items() if k != "head_sha"})
+    with pytest.raises(ValueError, match="'installation_id' must be an integer"):
+        from_job(DropTokens, {"installation_id": 1.5, "delivery_id": "i-1"})
