@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
-from frognano.app.intake import DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB
+from frognano.app.intake import DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB, IntakeQueue
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.app.run_issue import run_issue
 from frognano.app.status import status_marker
