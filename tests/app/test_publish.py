@@ -8,6 +8,7 @@ from typing import Any, TypedDict, Unpack, get_args
 
 import pytest
 
+from frognano.agent.story import Story, StoryLine
 from frognano.app import status
 from frognano.app.markdown import BODY_BUDGET, CHECK_BUDGET, neutralise, size
 from frognano.app.publish import Published, publish
@@ -400,7 +401,7 @@ def test_commit_message_cuts_a_huge_summary() -> None:
 
 
 def test_verification_check_success() -> None:
-    conclusion, title, summary, text = verification_check(make_report())
+    conclusion, title, summary, text = verification_check(make_report(), story=None)
     assert conclusion == "success"
     assert title == "The gate passed and verification held"
     assert "**The gate passed and rule `fail_to_pass` held.**" in summary
@@ -414,17 +415,18 @@ def test_verification_check_failures() -> None:
     blocked = make_report(
         gate={"passed": False, "findings": [finding("block", "secret", "a key", "k")]}
     )
-    assert verification_check(blocked)[:2] == ("failure", "The gate blocked the patch")
-    assert "- **block** secret `k`: a key" in verification_check(blocked)[2]
+    assert verification_check(blocked, story=None)[:2] == ("failure", "The gate blocked the patch")
+    assert "- **block** secret `k`: a key" in verification_check(blocked, story=None)[2]
     failing = make_report()
     verification_of(failing)["held"] = False
-    assert verification_check(failing)[:2] == ("failure", "Verification failed")
-    assert "did not hold" in verification_check(failing)[2]
+    assert verification_check(failing, story=None)[:2] == ("failure", "Verification failed")
+    assert "did not hold" in verification_check(failing, story=None)[2]
     unverified = make_report(verification=None)
-    conclusion, title, summary, text = verification_check(unverified)
+    conclusion, title, summary, text = verification_check(unverified, story=None)
     assert (conclusion, title) == ("failure", "Not verified")
     assert "not verified" in summary
-    assert text == "No test output was recorded."
+    assert text.endswith("### Test output\n\nNo test output was recorded.")
+    assert "No trajectory was recorded for this run." in text
 
 
 def test_verification_check_fits_with_huge_output() -> None:
@@ -434,7 +436,7 @@ def test_verification_check_fits_with_huge_output() -> None:
     suite_of(report, "baseline")["output"] = "b" * 300_000  # one huge line
     comparison_of(report)["still_failing"] = ["t" * 5000] * 500
     verification_of(report)["reason"] = "q" * 100_000
-    _, _, summary, text = verification_check(report)
+    _, _, summary, text = verification_check(report, story=None)
     assert size(summary) <= CHECK_BUDGET < CHECK_TEXT_LIMIT
     assert size(text) <= CHECK_BUDGET
     assert "LAST LINE" in text  # the end of the output is what is kept
@@ -604,6 +606,7 @@ async def run_publish(
     changes: list[FileChange] | None = None,
     report: RunReport | None = None,
     policy: PublishPolicy = POLICY,
+    story: Story | None = None,
 ) -> Published:
     return await publish(
         client,
@@ -618,6 +621,7 @@ async def run_publish(
         run_id=RUN,
         policy=policy,
         trajectory_location=TRAJECTORY,
+        story=story,
         app_login=APP,
     )
 
@@ -690,6 +694,36 @@ async def test_publish_end_to_end(fake: FakeGitHub, client: RepoClient) -> None:
     assert human["head_sha"] == published.commit_sha
     assert (human["status"], human["conclusion"]) == ("completed", "action_required")
     assert "from someone with write access other than @alice" in human["output"]["summary"]
+
+
+def _long_story(steps: int = 150) -> Story:
+    lines = [
+        StoryLine(n, "Bash", f"step {n}: pytest -q " + "a" * 150, f"result {n}: " + "r" * 150)
+        for n in range(1, steps + 1)
+    ]
+    return Story(lines=lines, stop_reason="step_limit", summary="s" * 20_000, steps=steps)
+
+
+@pytest.mark.usefixtures("people")
+async def test_the_check_run_tells_a_150_step_story_within_githubs_limits(
+    fake: FakeGitHub, client: RepoClient
+) -> None:
+    # The fake validates the check run against GitHub's schema and GitHub's size limits;
+    # beside the story, a huge test log competes for the same text.
+    report = make_report()
+    suite_of(report, "verification")["output"] = "".join(f"log {i}\n" for i in range(50_000))
+    published = await run_publish(client, fake, report=report, story=_long_story())
+    (verification,) = runs_named(fake, VERIFICATION_CHECK)
+    text = verification["output"]["text"]
+    assert size(text) <= CHECK_BUDGET < CHECK_TEXT_LIMIT
+    assert text.index("### What the agent did") < text.index("### Test output")
+    assert "150 steps. Stopped: step_limit." in text
+    assert "step 1: pytest" in text
+    assert "step 150: pytest" in text
+    assert "log 49999" in text  # the end of the test log is kept too
+    assert published.verification_url == (
+        f"{published.pull.html_url}/checks?check_run_id={published.verification_check_id}"
+    )
 
 
 @pytest.mark.usefixtures("people")

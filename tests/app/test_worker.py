@@ -175,10 +175,21 @@ async def test_a_labelled_issue_becomes_a_draft_pr_a_human_must_approve(world: W
     found = checks(fake, head)
     assert found[VERIFICATION_CHECK]["conclusion"] == "success"
     assert found[HUMAN_REVIEW_CHECK]["conclusion"] == "action_required"
+    # The run's story, from the trajectory the worker kept under its run id, on the check.
+    story = found[VERIFICATION_CHECK]["output"]["text"]
+    assert "3 steps. Stopped: completed" in story
+    assert "   1   Read   /workspace/calc.py  -> " in story
+    assert "   2   Edit   /workspace/calc.py  -> The file /workspace/calc.py has been" in story
+    assert "   3   answer -> mean([]) now raises ValueError." in story
+    (kept,) = world.deps.settings.trajectory_dir.glob("*/attempt-1/trajectory.jsonl")
+    assert kept.read_bytes().count(b"\n") > 3
     comments = repo.comments(7)
     assert len(comments) == 1
     assert comments[0]["body"].startswith(status_marker(7))
     assert f"/pull/{number}" in comments[0]["body"]
+    link = f"/pull/{number}/checks?check_run_id={found[VERIFICATION_CHECK]['id']}"
+    assert "step by step: [the verification check](" in comments[0]["body"]
+    assert link in comments[0]["body"]
     assert "`bob` added the `frognano` label again" in comments[0]["body"]
 
     # The labeller's own approval does not count; another writer's does.

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from frognano.agent.story import Story
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK, evaluate, review_marker
 from frognano.app.review_gate import complete_review_check
 from frognano.app.texts import (
@@ -64,6 +65,11 @@ class Published:
     branch_action: Literal["created", "moved", "unchanged"] = "created"
     refused_reviewers: tuple[str, ...] = ()
     """Reviewers GitHub refused (not collaborators, for instance); the rest were requested."""
+
+    @property
+    def verification_url(self) -> str:
+        """The verification check (the run's story) on the pull request's checks page."""
+        return f"{self.pull.html_url}/checks?check_run_id={self.verification_check_id}"
 
 
 def branch_name(policy: PublishPolicy, issue_number: int) -> str:
@@ -191,6 +197,7 @@ async def publish(
     run_id: str,
     policy: PublishPolicy,
     trajectory_location: str,
+    story: Story | None,
     app_login: str,
 ) -> Published:
     """Publish the run's verified `changes` on `base_sha` as a draft pull request into
@@ -198,7 +205,8 @@ async def publish(
     the same arguments, after a crash or not, changes nothing more. Raises ValueError when
     the report is not publishable, BranchConflict when a human pushed to the branch, and
     GitHubError when GitHub fails beyond the retries. `labeller_id` (the webhook's
-    `sender.id`) makes the co-author trailer survive a rename; None uses the login only."""
+    `sender.id`) makes the co-author trailer survive a rename; None uses the login only.
+    `story` is the run's trajectory condensed for the verification check (None: none kept)."""
     _publishable(report)
     marker = review_marker(run_id, labeller, issue_number)  # validates the labeller's login
     branch = branch_name(policy, issue_number)
@@ -223,7 +231,7 @@ async def publish(
     )
     action = await client.upsert_branch(branch, head, app_login=app_login)
 
-    conclusion, title, summary, text = verification_check(report)
+    conclusion, title, summary, text = verification_check(report, story=story)
     verification_id = await client.upsert_check_run(
         head,
         VERIFICATION_CHECK,

@@ -19,6 +19,8 @@ from arq.worker import Retry
 from prometheus_client import Counter
 
 from frognano.agent.loop import Progress
+from frognano.agent.story import Story, story_of
+from frognano.agent.trajectory import read_events
 from frognano.app.intake import IntakeQueue, Waiting
 from frognano.app.publish import publish
 from frognano.app.status import (
@@ -244,10 +246,25 @@ async def _publish(
         run_id=run.run_id,
         policy=policy.publish,
         trajectory_location=str(run.out_dir / "trajectory.jsonl"),
+        story=_story(run.out_dir / "trajectory.jsonl"),
         app_login=await run.deps.app.app_login(),
     )
     pull = published.pull
-    await status.say(Published(url=pull.html_url, draft=pull.draft, run_id=run.run_id))
+    await status.say(
+        Published(
+            url=pull.html_url,
+            draft=pull.draft,
+            run_id=run.run_id,
+            story_url=published.verification_url,
+        )
+    )
+
+
+def _story(path: Path) -> Story | None:
+    """The run's story from the trajectory this worker wrote (None when it kept none)."""
+    if not path.is_file():
+        return None
+    return story_of(read_events(path).events)
 
 
 async def _wait_for_sandbox(run: _Run, status: StatusComment, busy: SandboxBusy) -> NoReturn:

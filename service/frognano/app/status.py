@@ -118,6 +118,8 @@ class Published:
     number: int | None = None
     draft: bool = True
     run_id: str | None = None
+    story_url: str | None = None
+    """The verification check, which tells what the agent did step by step."""
 
     def text(self) -> str:
         number = self.number
@@ -136,7 +138,13 @@ class Published:
             f"**FrogNano opened {kind}{which}** ({md(self.url)}).{note}\n\n"
             "It was written by a small research model: a human must review every line, and "
             f"the `{HUMAN_REVIEW_CHECK}` check blocks it until someone other than the person "
-            "who asked approves." + _run(self.run_id)
+            "who asked approves."
+            + (
+                f" What the agent did, step by step: [the verification check]({self.story_url})."
+                if self.story_url
+                else ""
+            )
+            + _run(self.run_id)
         )
 
 

@@ -7,6 +7,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Literal
 
+from frognano.agent.story import Story
 from frognano.app.markdown import (
     BODY_BUDGET,
     CHECK_BUDGET,
@@ -21,6 +22,7 @@ from frognano.app.markdown import (
     without_controls,
 )
 from frognano.app.review import HUMAN_REVIEW_CHECK
+from frognano.app.story import story_parts
 from frognano.run.report import (
     RUN_STAGES,
     ComparisonList,
@@ -353,14 +355,17 @@ def _output_block(label: str, run: SuiteRunRecord | None) -> list[Part]:
             lines[-_OUTPUT_LINES:]
         )
     return [
-        fixed(f"\n### {label} (last lines)\n"),
+        fixed(f"\n#### {label} (last lines)\n"),
         Part(text, render=fence, keep="tail"),
     ]
 
 
-def verification_check(report: RunReport) -> tuple[Conclusion, str, str, str]:
-    """The `FrogNano / verification` check run: (conclusion, title, summary, text).
-    `success` only when the gate passed and the policy's `require` rule held."""
+def verification_check(
+    report: RunReport, *, story: Story | None
+) -> tuple[Conclusion, str, str, str]:
+    """The `FrogNano / verification` check run: (conclusion, title, summary, text), the text
+    telling the run's `story` first. `success` only when the gate passed and the policy's
+    `require` rule held."""
     gate, verification = report["gate"], report["verification"]
     gate_passed = gate is not None and gate["passed"]
     held = verification is not None and verification["held"]
@@ -385,10 +390,10 @@ def verification_check(report: RunReport) -> tuple[Conclusion, str, str, str]:
         *_findings(gate, severity=None),
     ]
     summary = fit(summary_parts, CHECK_BUDGET)
-    text_parts = [fixed("Test output, most recent lines last.")]
+    output = [fixed("\n### Test output, most recent lines last")]
     if verification is not None:
-        text_parts += _output_block("Before (base)", verification["baseline"])
-        text_parts += _output_block("After (base + patch)", verification["verification"])
-    if len(text_parts) == 1:
-        text_parts = [fixed("No test output was recorded.")]
-    return conclusion, title, summary, fit(text_parts, CHECK_BUDGET)
+        output += _output_block("Before (base)", verification["baseline"])
+        output += _output_block("After (base + patch)", verification["verification"])
+    if len(output) == 1:
+        output = [fixed("\n### Test output\n\nNo test output was recorded.")]
+    return conclusion, title, summary, fit([*story_parts(story), *output], CHECK_BUDGET)
