@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal, NotRequired, TypedDict, overload
+from typing import Any, Literal, NotRequired, Required, TypedDict, overload
 
 from frognano.app.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
 from frognano.errors import FrogNanoError
@@ -241,3 +241,26 @@ def waiting_events(entries: list[bytes | str]) -> list[Waiting]:
             )
         )
     return found
+
+
+class ReplyBody(TypedDict, total=False):
+    """The JSON the receiver answers a delivery with: `status` always, the rest when known."""
+
+    status: Required[str]
+    reason: str
+    delivery: str
+    job_id: str
+    run_id: str
+    previous: str
+
+
+def submission_reply(delivery_id: str, submission: Submission) -> ReplyBody:
+    """What the receiver answers a delivery it queued (or found a duplicate of)."""
+    body: ReplyBody = {"status": submission.status, "delivery": delivery_id}
+    if submission.job_id is not None:
+        body["job_id"] = submission.job_id
+    if submission.run_id is not None:
+        body["run_id"] = submission.run_id
+    if submission.previous is not None:
+        body["previous"] = submission.previous
+    return body

@@ -32,7 +32,6 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -48,7 +47,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.requests import ClientDisconnect
 
-from frognano.app.intake import IntakeQueue, Submission
+from frognano.app.intake import IntakeQueue
+from frognano.app.jobs import ReplyBody, submission_reply
 from frognano.app.triggers import (
     CancelRequest,
     Decision,
@@ -79,6 +79,7 @@ from frognano.settings import Settings
 __all__ = ["WEBHOOK_PATH", "create_app"]
 
 log = get_logger(__name__)
+
 
 WEBHOOK_PATH = "/webhooks/github"
 POLICY_CACHE_SIZE = 4096
@@ -125,7 +126,7 @@ class _Intake:
         self._resolved: tuple[PolicySet | None, dict[str, EffectivePolicy]] = (None, {})
         """Effective policies of the repositories seen, for the PolicySet in force."""
 
-    def reply(self, code: int, body: dict[str, Any], *, event: str, decision: str) -> JSONResponse:
+    def reply(self, code: int, body: ReplyBody, *, event: str, decision: str) -> JSONResponse:
         self.metrics.deliveries.labels(event=event, decision=decision, code=str(code)).inc()
         return JSONResponse(body, status_code=code)
 
@@ -258,7 +259,10 @@ class _Intake:
                 decision=name,
             )
 
-        unavailable = {"status": "unavailable", "reason": "the queue (Redis) is unavailable"}
+        unavailable: ReplyBody = {
+            "status": "unavailable",
+            "reason": "the queue (Redis) is unavailable",
+        }
         if self.queue is None:  # only outside the lifespan
             return self.reply(503, unavailable, event=delivery.event, decision=name)
         started = time.perf_counter()
@@ -281,7 +285,7 @@ class _Intake:
             code=202,
         )
         return self.reply(
-            202, _submission_body(delivery.id, submission), event=delivery.event, decision=name
+            202, submission_reply(delivery.id, submission), event=delivery.event, decision=name
         )
 
 
@@ -381,14 +385,3 @@ def create_app(
         return Response(generate_latest(where), media_type=CONTENT_TYPE_LATEST)
 
     return app
-
-
-def _submission_body(delivery_id: str, submission: Submission) -> dict[str, Any]:
-    body: dict[str, Any] = {"status": submission.status, "delivery": delivery_id}
-    if submission.job_id is not None:
-        body["job_id"] = submission.job_id
-    if submission.run_id is not None:
-        body["run_id"] = submission.run_id
-    if submission.previous is not None:
-        body["previous"] = submission.previous
-    return body
