@@ -21,6 +21,7 @@ from frognano.app.markdown import (
     without_controls,
 )
 from frognano.app.review import HUMAN_REVIEW_CHECK
+from frognano.run.instructions import instructions_line
 from frognano.run.report import (
     RUN_STAGES,
     ComparisonList,
@@ -223,6 +224,10 @@ def _statistics(report: RunReport) -> list[str]:
             f"- Patch: {len(patch['files']):,} file(s), "
             f"+{patch['insertions']:,} -{patch['deletions']:,}"
         )
+    record = report["instructions"]
+    used = instructions_line(record, code, absent=False) if record else None
+    if used:
+        lines.append(f"- {used}")
     stop = report["stop_reason"]
     if stop and stop != "completed":
         lines.append(f"- The agent stopped early: {code(stop)} ({md(report['stop_detail'] or '')})")
