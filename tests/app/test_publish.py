@@ -10,6 +10,7 @@ import pytest
 
 from frognano.agent.story import Story, StoryLine
 from frognano.app import status
+from frognano.app.commit import commit_message
 from frognano.app.markdown import BODY_BUDGET, CHECK_BUDGET, neutralise, size
 from frognano.app.publish import Published, publish
 from frognano.app.review import (
@@ -22,7 +23,6 @@ from frognano.app.review_gate import review_gate
 from frognano.app.texts import (
     TITLE_LIMIT,
     WARNING,
-    commit_message,
     pull_request_body,
     pull_request_title,
     verification_check,
@@ -38,6 +38,8 @@ from frognano.run.report import (
     ComparisonRecord,
     FindingRecord,
     GateRecord,
+    InstructionFileRecord,
+    InstructionsRecord,
     OutcomeRecord,
     PatchRecord,
     RunReport,
@@ -77,6 +79,7 @@ class ReportParts(TypedDict, total=False):
     patch: PatchRecord | None
     verification: VerificationRecord | None
     gate: GateRecord | None
+    instructions: InstructionsRecord | None
     error: str | None
 
 
@@ -101,6 +104,11 @@ def suite_run(role: Role, summary: str, duration: float, output: str) -> SuiteRu
 
 def finding(severity: Severity, kind: str, reason: str, path: str | None) -> FindingRecord:
     return {"severity": severity, "kind": kind, "reason": reason, "path": path, "line": None}
+
+
+ABSENT_AGENTS_MD: InstructionFileRecord = {
+    "path": "AGENTS.md", "status": "absent", "bytes": 0, "size": None, "cut": False, "reason": None
+}  # fmt: skip
 
 
 def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
@@ -175,6 +183,7 @@ def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
             "findings": [finding("warn", "large_file", "the file is large", "src/data.json")],
         },
         "policy": {"source": "policies/default.yaml", "repo": REPO, "effective": {}},
+        "instructions": {"policy_text_bytes": 0, "files": [ABSENT_AGENTS_MD]},
         "error": None,
     }
     return {**report, **overrides}
@@ -287,6 +296,30 @@ def test_body_without_findings_or_cache_figures() -> None:
     assert "None: nothing in the patch conflicts with the policy." in body
     assert "cache hits not reported" in body
     assert "Protected test and harness files changed by the agent: none." in body
+
+
+def test_body_says_in_one_line_which_instructions_were_used() -> None:
+    used: InstructionsRecord = {
+        "policy_text_bytes": 40,
+        "files": [
+            {"path": "AGENTS.md", "status": "used", "bytes": 16384, "size": 40000, "cut": True,
+             "reason": None},
+            {"path": "CLAUDE.md", "status": "absent", "bytes": 0, "size": None, "cut": False,
+             "reason": None},
+            {"path": "docs/@team.md", "status": "skipped", "bytes": 0, "size": None,
+             "cut": False, "reason": "it is a symbolic link, and FrogNano follows none"},
+        ],
+    }  # fmt: skip
+    body = body_of(make_report(instructions=used))
+    (line,) = [line for line in body.splitlines() if "Instructions" in line]
+    assert line == (
+        "- Instructions for the agent: the policy's text (40 bytes); `AGENTS.md` (16,384 bytes, "
+        "cut); `docs/@\u200dteam.md` skipped: it is a symbolic link, and FrogNano follows none"
+    )
+    assert body.index("## Run") < body.index(line) < body.index("- Run id:")
+    # Nothing used or skipped (every file absent), or never read: no line at all.
+    for report in (make_report(), make_report(instructions=None)):
+        assert "Instructions" not in body_of(report)
 
 
 def test_normal_pull_request_note() -> None:

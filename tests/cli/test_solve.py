@@ -136,8 +136,14 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     assert [e["name"] for e in events.events if e["event"] == "tool"] == [
         "Glob", "Read", "Edit", "Bash",
     ]  # fmt: skip
-    # The issue text arrived as the task, between the markers.
+    # The issue text arrived as the task, between the markers; no AGENTS.md, so nothing else.
     assert "Title: mean([]) crashes" in requests[0]["messages"][1]["content"]
+    assert "GUIDANCE" not in requests[0]["messages"][1]["content"]
+    assert report["instructions"] == {
+        "policy_text_bytes": 0,
+        "files": [{"path": "AGENTS.md", "status": "absent", "bytes": 0, "size": None,
+                   "cut": False, "reason": None}],
+    }  # fmt: skip
     shown = subprocess.run(
         [sys.executable, "-m", "frognano", "trajectory", "show", str(out / "trajectory.jsonl")],
         capture_output=True,

@@ -268,6 +268,121 @@ def test_bad_globs(tmp_path: Path) -> None:
     assert "empty" in messages[6]
 
 
+def test_instructions_files_that_could_leave_the_tree_are_refused_at_load(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "a.yaml",
+        """
+        version: 1
+        defaults:
+          agent:
+            instructions_files:
+              - AGENTS.md
+              - ../secrets.md
+              - /etc/passwd
+              - docs/./AI.md
+              - "docs\\\\AI.md"
+              - docs/
+              - " AGENTS.md"
+              - ""
+        repos:
+          - match: acme/api
+            agent: {instructions_files: [AGENTS.md, AGENTS.md]}
+          - match: acme/web
+            agent: {instructions_files: "AGENTS.md"}
+          - match: acme/cli
+            agent:
+              instructions_files: [a, b, c, d, e, f, g, h, i, j, k]
+        """,
+    )
+    issues = issues_of(tmp_path)
+    assert where(issues) == [
+        ("a.yaml", 6, "defaults.agent.instructions_files[1]"),
+        ("a.yaml", 7, "defaults.agent.instructions_files[2]"),
+        ("a.yaml", 8, "defaults.agent.instructions_files[3]"),
+        ("a.yaml", 9, "defaults.agent.instructions_files[4]"),
+        ("a.yaml", 10, "defaults.agent.instructions_files[5]"),
+        ("a.yaml", 11, "defaults.agent.instructions_files[6]"),
+        ("a.yaml", 12, "defaults.agent.instructions_files[7]"),
+        ("a.yaml", 15, "repos[0].agent.instructions_files"),
+        ("a.yaml", 17, "repos[1].agent.instructions_files"),
+        ("a.yaml", 20, "repos[2].agent.instructions_files"),
+    ]
+    messages = [issue.message for issue in issues]
+    assert messages[0] == (
+        "the path '../secrets.md' contains a '..' segment; paths never leave the repository"
+    )
+    assert messages[1].startswith("the path '/etc/passwd' is absolute")
+    assert "'.' segment" in messages[2]
+    assert "backslash" in messages[3]
+    assert "ends with '/'" in messages[4]
+    assert "white space" in messages[5]
+    assert messages[6] == "the path is empty (got '')"
+    assert messages[7] == "lists 'AGENTS.md' more than once (got ['AGENTS.md', 'AGENTS.md'])"
+    assert messages[8].startswith("must be a list")
+    assert "at most 10 items" in messages[9]
+
+
+def test_the_documented_instructions_error_is_what_the_loader_prints(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "50-acme.yaml",
+        """
+        version: 1
+        repos:
+          - match: acme/api
+            agent:
+              instructions: Run make test-fast.
+              max_steps: 80
+              instructions_files:
+                - AGENTS.md
+                - ../secrets.md
+        """,
+    )
+    issue = the_issue(tmp_path)
+    line = str(issue).replace(str(tmp_path), "policies")
+    docs = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8")
+    assert line in docs.splitlines()
+
+
+def test_instructions_text_is_capped(tmp_path: Path) -> None:
+    text = "x" * 16_385
+    write(tmp_path, "a.yaml", f"version: 1\ndefaults:\n  agent:\n    instructions: {text}\n")
+    issue = the_issue(tmp_path)
+    assert (issue.line, issue.path) == (4, "defaults.agent.instructions")
+    assert "at most 16384 characters" in issue.message
+
+
+def test_instructions_merge_like_every_other_key(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "a.yaml",
+        """
+        version: 1
+        defaults:
+          agent: {instructions: "Use make test."}
+        repos:
+          - match: acme/api
+            agent:
+              instructions: |
+                Keep the public API stable.
+                Run tox -e py311.
+              instructions_files: [AGENTS.md, docs/AI.md]
+          - match: acme/quiet
+            agent: {instructions_files: []}
+        """,
+    )
+    policies = load_policies(tmp_path)
+    api = policies.for_repo("acme/api").agent
+    assert api.instructions == "Keep the public API stable.\nRun tox -e py311.\n"
+    assert api.instructions_files == ["AGENTS.md", "docs/AI.md"]
+    quiet = policies.for_repo("acme/quiet").agent
+    assert (quiet.instructions, quiet.instructions_files) == ("Use make test.", [])
+    other = policies.for_repo("acme/other").agent
+    assert other.instructions_files == ["AGENTS.md"]
+    assert EffectivePolicy().agent.instructions == ""
+
+
 def test_keys_yaml_reads_as_booleans_are_reported_once(tmp_path: Path) -> None:
     write(tmp_path, "a.yaml", "version: 1\nrepos:\n  - match: a/b\n    on: true\n")
     issue = the_issue(tmp_path)

@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -61,13 +61,14 @@ class AgentLoop:
         trajectory: TrajectoryWriter | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         marker: str | None = None,
+        guidance: Sequence[prompts.Guidance] = (),
     ) -> None:
         self.model = model
         self.tools = tools
         self.limits = limits or AgentLimits()
         self.trajectory = trajectory or NullTrajectory()
         self.on_progress = on_progress
-        self.task = prompts.task_message(title, body, marker or secrets.token_hex(6))
+        self.task = prompts.task_message(title, body, marker or secrets.token_hex(6), guidance)
         self.conversation = Conversation()
         self.stats = AgentStats()
         self.result: AgentResult | None = None

@@ -64,6 +64,16 @@ def neutralise(text: str) -> str:
     return _TRAILER.sub(lambda m: m.group(1) + _ZWJ + m.group(2), text)
 
 
+def single_line(text: str) -> str:
+    """Untrusted text neutralised and on one line (titles, subjects)."""
+    return " ".join(neutralise(text).split())
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def md(text: str) -> str:
     """Untrusted text for Markdown prose: neutralised, and unable to open HTML."""
     return _HTML_OPEN.sub("&lt;", neutralise(text))

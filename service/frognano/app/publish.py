@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from frognano.agent.story import Story
+from frognano.app.commit import co_author_trailer, commit_message
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK, evaluate, review_marker
 from frognano.app.review_gate import complete_review_check
 from frognano.app.texts import (
-    co_author_trailer,
-    commit_message,
     pull_request_body,
     pull_request_title,
     verification_check,

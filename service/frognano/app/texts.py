@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import textwrap
 from collections.abc import Sequence
 from typing import Literal
 
@@ -17,12 +15,14 @@ from frognano.app.markdown import (
     fit,
     fixed,
     md,
-    neutralise,
     quote,
+    shorten,
+    single_line,
     without_controls,
 )
 from frognano.app.review import HUMAN_REVIEW_CHECK
 from frognano.app.story import story_parts
+from frognano.run.instructions import instructions_line
 from frognano.run.report import (
     RUN_STAGES,
     ComparisonList,
@@ -39,8 +39,6 @@ __all__ = [
     "TITLE_LIMIT",
     "WARNING",
     "Conclusion",
-    "co_author_trailer",
-    "commit_message",
     "finding_line",
     "items",
     "pull_request_body",
@@ -54,9 +52,6 @@ __all__ = [
 
 TITLE_LIMIT = 256
 """Characters in a pull request title (GitHub's own limit)."""
-_SUBJECT_WIDTH = 72
-_WRAP_WIDTH = 72
-_COMMIT_SUMMARY_CHARS = 4_000
 _LIST_ITEMS = 50
 _ITEM_CHARS = 200
 _OUTPUT_LINES = 80
@@ -68,29 +63,20 @@ WARNING = (
 )
 
 Conclusion = Literal["success", "failure"]
-_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 
 
 # -- pull request ------------------------------------------------------------------------------
 
 
-def _one_line(text: str) -> str:
-    return " ".join(neutralise(text).split())
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def pull_request_title(issue_number: int, issue_title: str) -> str:
     """`FrogNano draft for #7: <title>`, one line, at most TITLE_LIMIT characters."""
-    title = _one_line(issue_title) or "(untitled issue)"
-    return _shorten(f"FrogNano draft for #{issue_number}: {title}", TITLE_LIMIT)
+    title = single_line(issue_title) or "(untitled issue)"
+    return shorten(f"FrogNano draft for #{issue_number}: {title}", TITLE_LIMIT)
 
 
 def items(label: str, values: Sequence[str], limit: int = _LIST_ITEMS) -> str:
     """`- LABEL (N): `a`, `b` and M more`, showing at most `limit` values, each shortened."""
-    shown = ", ".join(code(_shorten(value, _ITEM_CHARS)) for value in values[:limit])
+    shown = ", ".join(code(shorten(value, _ITEM_CHARS)) for value in values[:limit])
     more = f" and {len(values) - limit:,} more" if len(values) > limit else ""
     return f"- {label} ({len(values):,}): {shown}{more}"
 
@@ -225,6 +211,10 @@ def _statistics(report: RunReport) -> list[str]:
             f"- Patch: {len(patch['files']):,} file(s), "
             f"+{patch['insertions']:,} -{patch['deletions']:,}"
         )
+    record = report["instructions"]
+    used = instructions_line(record, code, absent=False) if record else None
+    if used:
+        lines.append(f"- {used}")
     stop = report["stop_reason"]
     if stop and stop != "completed":
         lines.append(f"- The agent stopped early: {code(stop)} ({md(report['stop_detail'] or '')})")
@@ -272,74 +262,6 @@ def pull_request_body(
         fixed(f"\n{'Fixes' if link == 'fixes' else 'Refs'} #{issue_number}"),
     ]
     return fit(parts, BODY_BUDGET)
-
-
-# -- commit ------------------------------------------------------------------------------------
-
-
-def _wrap(text: str) -> str:
-    """Wrap long prose lines at 72 columns; code (fenced or indented) and short lines stay."""
-    out: list[str] = []
-    in_fence = False
-    for line in text.split("\n"):
-        if line.lstrip().startswith(("```", "~~~")):
-            in_fence = not in_fence
-        if in_fence or line.startswith(("    ", "\t")) or len(line) <= _WRAP_WIDTH:
-            out.append(line.rstrip())
-            continue
-        stripped = line.lstrip()
-        indent = line[: len(line) - len(stripped)]
-        bullet = re.match(r"([-*+]|\d+[.)])\s+", stripped)
-        hanging = indent + " " * (len(bullet.group(0)) if bullet else 0)
-        out.append(
-            textwrap.fill(
-                stripped,
-                width=_WRAP_WIDTH,
-                initial_indent=indent,
-                subsequent_indent=hanging,
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
-        )
-    return "\n".join(out)
-
-
-def co_author_trailer(login: str, user_id: int | None) -> str:
-    """`Co-authored-by: LOGIN <ID+LOGIN@users.noreply.github.com>` for a GitHub user. Without
-    the numeric id (the webhook's `sender.id`), the older `LOGIN@users.noreply.github.com`,
-    which GitHub also links to the account but which breaks if the user is renamed."""
-    if not _LOGIN.fullmatch(login):
-        raise ValueError(f"{login!r} is not a GitHub user login")
-    if user_id is None:
-        return f"Co-authored-by: {login} <{login}@users.noreply.github.com>"
-    if isinstance(user_id, bool) or not isinstance(user_id, int) or user_id < 1:
-        raise ValueError(f"{user_id!r} is not a GitHub user id")
-    return f"Co-authored-by: {login} <{user_id}+{login}@users.noreply.github.com>"
-
-
-def commit_message(
-    issue_number: int,
-    issue_title: str,
-    summary: str,
-    *,
-    co_author_login: str,
-    co_author_id: int | None,
-) -> str:
-    """A subject of at most 72 characters, the agent's summary wrapped at 72 columns (no
-    mention, closing keyword or trailer survives from it or from the title), and the
-    `Co-authored-by:` trailer crediting whoever asked for the run."""
-    title = _one_line(issue_title) or "(untitled issue)"
-    subject = _shorten(f"FrogNano draft for #{issue_number}: {title}", _SUBJECT_WIDTH)
-    body = neutralise(summary).strip()
-    body = re.sub(r"\n{3,}", "\n\n", body)
-    if len(body) > _COMMIT_SUMMARY_CHARS:
-        cut = len(body) - _COMMIT_SUMMARY_CHARS
-        body = body[:_COMMIT_SUMMARY_CHARS].rstrip() + f"\n\n… ({cut:,} characters cut)"
-    lines = [subject, ""]
-    if body:
-        lines += [_wrap(body), ""]
-    lines.append(co_author_trailer(co_author_login, co_author_id))
-    return "\n".join(lines) + "\n"
 
 
 # -- check runs --------------------------------------------------------------------------------

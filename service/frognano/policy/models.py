@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from frognano.policy.paths import check_repo_path
 
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Require = Literal["all_pass", "fail_to_pass", "no_regressions", "none"]
@@ -56,6 +58,29 @@ DEFAULT_ALLOWED_PATHS = (
 )
 
 
+# Text for the model, not configuration: long enough for a page of conventions, short enough
+# that it never crowds the issue out of the context window.
+MAX_INSTRUCTIONS_CHARS = 16_384
+MAX_INSTRUCTIONS_FILES = 10
+
+
+def _repo_path(path: str) -> str:
+    problem = check_repo_path(path)
+    if problem is not None:
+        raise ValueError(problem)
+    return path
+
+
+def _distinct(paths: list[str]) -> list[str]:
+    twice = sorted({path for path in paths if paths.count(path) > 1})
+    if twice:
+        raise ValueError(f"lists {', '.join(map(repr, twice))} more than once")
+    return paths
+
+
+RepoPath = Annotated[str, AfterValidator(_repo_path)]
+
+
 class _Section(BaseModel):
     # Unknown keys are errors: a typo must never silently fall back to a default.
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -83,6 +108,16 @@ class AgentPolicy(_Section):
     top_k: int = Field(default=20, ge=-1)
     """-1 turns top-k sampling off (SGLang's convention)."""
     enable_thinking: bool = True
+    instructions: str = Field(default="", max_length=MAX_INSTRUCTIONS_CHARS)
+    """The admins' notes for the agent, put in its first message after the issue and marked
+    as theirs: text for the model only, which changes no policy value."""
+    instructions_files: Annotated[list[RepoPath], AfterValidator(_distinct)] = Field(
+        default_factory=lambda: ["AGENTS.md"], max_length=MAX_INSTRUCTIONS_FILES
+    )
+    """Repository files read from the base tree (never the agent's changes, never through a
+    symlink) and put in the first message after the issue, marked as untrusted repository
+    text; each is cut at 16 KiB. They are text for the model only: no policy value comes
+    from a repository."""
 
 
 class SandboxPolicy(_Section):

@@ -1,4 +1,4 @@
-"""Path globs of the policy (`forbidden_paths`, `protected_paths`): one meaning everywhere."""
+"""Path globs of the policy (`forbidden_paths`, `protected_paths`) and its plain file paths."""
 
 # Patterns are matched against repository-relative paths with `/` separators, as git prints
 # them, and are anchored at the repository root:
@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -87,6 +88,36 @@ def check_glob(pattern: str) -> str | None:  # noqa: PLR0911 - one return per ru
         _matcher(pattern)
     except Exception as exc:  # wcmatch raises several kinds (e.g. a brace expansion too large)
         return f"the path pattern {pattern!r} is not a valid glob: {exc}"
+    return None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_repo_path(path: str) -> str | None:  # noqa: PLR0911 - one return per rule
+    """Why `path` is not a plain repository-relative file path (no glob: each character
+    stands for itself), or None. A path that passes can only name something inside the tree:
+    no absolute path, no `..`, nothing a shell or a log line would read differently."""
+    if not path.strip():
+        return "the path is empty"
+    if path != path.strip():
+        return f"the path {path!r} starts or ends with white space"
+    if _CONTROL.search(path):
+        return f"the path {path!r} contains a control character"
+    if path.startswith("/"):
+        return (
+            f"the path {path!r} is absolute; paths are relative to the repository root, "
+            f"e.g. {path.lstrip('/')!r}"
+        )
+    if "\\" in path:
+        return f"the path {path!r} contains a backslash; use '/' between folders"
+    segments = path.split("/")
+    if ".." in segments:
+        return f"the path {path!r} contains a '..' segment; paths never leave the repository"
+    if "." in segments:
+        return f"the path {path!r} contains a '.' segment; leave out the './'"
+    if "" in segments:
+        return f"the path {path!r} ends with '/' or contains '//'; name a file"
     return None
 
 

@@ -11,6 +11,7 @@ from frognano.agent.loop_types import AgentResult
 from frognano.policy.findings import Finding
 from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
+from frognano.run.instructions import Instructions
 from frognano.run.plan import Plan
 from frognano.run.report import RunStage
 from frognano.run.runid import new_run_id
@@ -60,6 +61,7 @@ class RunState:
     stages: dict[RunStage, float] = field(default_factory=dict)
     mechanism: str | None = None
     base_commit: str | None = None
+    instructions: Instructions | None = None
     agent: AgentResult | None = None
     patch: Patch | None = None
     plan: Plan | None = None

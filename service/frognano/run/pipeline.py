@@ -24,6 +24,7 @@ from frognano.policy.models import AgentPolicy, quantity_bytes
 from frognano.run.apply import AppliedFile, apply_diff
 from frognano.run.collector import COLLECTOR_MODULE, collector_source
 from frognano.run.gatecheck import check_patch
+from frognano.run.instructions import read_instructions
 from frognano.run.job import RunState, SolveJob
 from frognano.run.outcomes import Role
 from frognano.run.plan import make_plan
@@ -159,6 +160,10 @@ async def _work(
     async with await create_sandbox(job.backend, options) as box:
         run.mechanism = getattr(box, "mechanism", None)
         exclude = excludes + env_in_tree(box, repo_dir)
+        # From the host's copy of the base, as uploaded: never anything the agent wrote.
+        run.instructions = await asyncio.to_thread(
+            read_instructions, repo_dir, job.policy.agent, exclude
+        )
         with _timed(run, "prepare"):
             setup = " and running the policy's setup" if job.policy.sandbox.setup else ""
             stage(f"copying the repository{setup}")
@@ -245,6 +250,7 @@ async def _run_agent(
             ToolBox(box),
             title=job.title,
             body=job.body,
+            guidance=run.instructions.guidance() if run.instructions else (),
             limits=limits,
             trajectory=trajectory,
             on_progress=on_progress,

@@ -16,6 +16,9 @@ __all__ = [
     "DurationsRecord",
     "FindingRecord",
     "GateRecord",
+    "InstructionFileRecord",
+    "InstructionFileStatus",
+    "InstructionsRecord",
     "OutcomeRecord",
     "PatchRecord",
     "PolicyRecord",
@@ -161,6 +164,34 @@ class PolicyRecord(TypedDict):
     """The effective policy as JSON (`EffectivePolicy.model_dump`)."""
 
 
+InstructionFileStatus = Literal["used", "absent", "skipped"]
+"""What became of one of the policy's `agent.instructions_files`."""
+
+
+class InstructionFileRecord(TypedDict):
+    """One of the policy's `agent.instructions_files`, as read from the base tree."""
+
+    path: str
+    status: InstructionFileStatus
+    bytes: int
+    """Bytes of the file in the agent's first message; 0 unless used."""
+    size: int | None
+    """The file's size in bytes; None when it was not opened (absent, or refused before)."""
+    cut: bool
+    """Only the beginning of the file was used: it was over the cap."""
+    reason: str | None
+    """Why it was skipped; None unless skipped."""
+
+
+class InstructionsRecord(TypedDict):
+    """What went into the agent's first message besides the issue."""
+
+    policy_text_bytes: int
+    """Bytes of the policy's `agent.instructions`; 0 when it has none."""
+    files: list[InstructionFileRecord]
+    """Every path of `agent.instructions_files`, in the policy's order."""
+
+
 class RunReport(TypedDict):
     """report.json. `patch`, `verification` and `gate` are None when the run did not get
     that far; `stop_reason` is None when the agent never ran."""
@@ -191,4 +222,6 @@ class RunReport(TypedDict):
     verification: VerificationRecord | None
     gate: GateRecord | None
     policy: PolicyRecord
+    instructions: InstructionsRecord | None
+    """None when the run stopped before the repository was read."""
     error: str | None

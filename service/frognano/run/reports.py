@@ -9,6 +9,7 @@ from pathlib import Path
 from frognano import __version__
 from frognano.policy.findings import Finding
 from frognano.run.evidence import Comparison
+from frognano.run.instructions import instructions_line
 from frognano.run.job import RunState
 from frognano.run.outcomes import TestRun
 from frognano.run.report import (
@@ -86,6 +87,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
             "repo": job.repo,
             "effective": job.policy.model_dump(mode="json"),
         },
+        "instructions": run.instructions.record() if run.instructions else None,
         "error": run.error,
     }
 
@@ -190,6 +192,7 @@ def render_markdown(report: RunReport) -> str:
         f"- Repository: {report['repo']} at `{report['repo_dir']}` "
         f"(base `{report['base_commit'] or '-'}`)",
         f"- Policy: {report['policy']['source']}",
+        f"- {_instructions_md(report)}",
         (
             f"- Stop reason: `{report['stop_reason']}` ({report['stop_detail']})"
             if report["stop_reason"] is not None
@@ -313,6 +316,14 @@ def _patch_md(patch: PatchRecord | None) -> list[str]:
         *(f"- `{path}`" for path in patch["files"]),
         "",
     ]
+
+
+def _instructions_md(report: RunReport) -> str:
+    record = report["instructions"]
+    if record is None:
+        return "Instructions for the agent: not read (the run stopped before the agent started)"
+    line = instructions_line(record, lambda path: f"`{path}`", absent=True)
+    return line or "Instructions for the agent: none"
 
 
 def _cached(tokens: TokensRecord) -> str:
