@@ -26,6 +26,9 @@
 #                                        "duplicate" (previous `replay_of:{id}`). EX as delivery.
 #     P requeue:{delivery_id}            a waiting label event the worker queued as a run of its
 #                                        own after the run it waited for was unauthorised.
+#     P alive:{job_id}                   a running job's heartbeat (app/worker.py), PX the
+#                                        heartbeat's ttl; a run job in progress without one
+#                                        belonged to a worker that died.
 #
 # and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
 # (PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
@@ -161,6 +164,9 @@ class IntakeQueue:
     def body_key(self, digest: str | None) -> str:
         """'' (no check) without a digest."""
         return "" if digest is None else f"{self.key_prefix}body:{digest}"
+
+    def alive_key(self, job_id: str) -> str:
+        return f"{self.key_prefix}alive:{job_id}"
 
     # Web side --------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
 # them in `ctx["deps"]`. The jobs here are what arq calls: each reads its `request` argument
 # with jobs.from_job and hands the typed value on (run_issue.run_issue, review_gate.review_gate).
 #
-# A run job writes a heartbeat (`{key_prefix}alive:{job_id}`, every `heartbeat_seconds`,
+# A run job writes a heartbeat (`IntakeQueue.alive_key`, every `heartbeat_seconds`,
 # expiring after `heartbeat_ttl`) while it runs. A worker that is killed stops beating; the
 # next worker to start, and every worker each `heartbeat_ttl`, releases such a job's arq
 # in-progress lock (`recover_orphans`), so it runs again now instead of when the lock
@@ -119,13 +119,9 @@ def functions() -> list[Function]:
 # -- heartbeats and orphans ---------------------------------------------------------------------
 
 
-def _alive_key(queue: IntakeQueue, job_id: str) -> str:
-    return f"{queue.key_prefix}alive:{job_id}"
-
-
 @contextlib.asynccontextmanager
 async def _heartbeat(deps: WorkerDeps, job_id: str) -> AsyncIterator[None]:
-    key = _alive_key(deps.queue, job_id)
+    key = deps.queue.alive_key(job_id)
 
     async def beat() -> None:
         while True:
@@ -158,7 +154,7 @@ async def recover_orphans(deps: WorkerDeps, *, queue_name: str, in_progress_ms: 
         job_id = key.removeprefix(in_progress_key_prefix)
         if await redis.zscore(queue_name, job_id) is None:
             continue  # another queue's job, or finished
-        if await redis.exists(_alive_key(deps.queue, job_id)):
+        if await redis.exists(deps.queue.alive_key(job_id)):
             continue
         remaining = await redis.pttl(key)
         if remaining > in_progress_ms - grace_ms:
