@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from frognano.agent import prompts
+from frognano.agent.followup import FollowUpPrompt, follow_up_message
 from frognano.agent.loop_types import (
     AgentLimits,
     AgentResult,
@@ -62,13 +63,18 @@ class AgentLoop:
         on_progress: Callable[[Progress], None] | None = None,
         marker: str | None = None,
         guidance: Sequence[prompts.Guidance] = (),
+        follow_up: FollowUpPrompt | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
         self.limits = limits or AgentLimits()
         self.trajectory = trajectory or NullTrajectory()
         self.on_progress = on_progress
-        self.task = prompts.task_message(title, body, marker or secrets.token_hex(6), guidance)
+        marker = marker or secrets.token_hex(6)
+        if follow_up is None:
+            self.task = prompts.task_message(title, body, marker, guidance)
+        else:
+            self.task = follow_up_message(title, body, marker, follow_up, guidance)
         self.conversation = Conversation()
         self.stats = AgentStats()
         self.result: AgentResult | None = None

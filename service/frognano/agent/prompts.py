@@ -113,14 +113,15 @@ def task_message(title: str, body: str, marker: str, guidance: Sequence[Guidance
     ends. Without guidance the message holds the issue alone.
     """
     return TASK_TEMPLATE.format(
-        title=_one_line(title) or "(no title)",
+        title=one_line(title) or "(no title)",
         body=body.strip() or "(no description)",
         marker=marker,
-        guidance=_guidance(guidance, marker),
+        guidance=guidance_section(guidance, marker),
     )
 
 
-def _guidance(guidance: Sequence[Guidance], marker: str) -> str:
+def guidance_section(guidance: Sequence[Guidance], marker: str) -> str:
+    """The guidance blocks with their introduction, between blank lines; empty without any."""
     blocks = []
     for item in guidance:
         if item.path is None:
@@ -152,5 +153,6 @@ def budget_note(steps_left: int, seconds_left: float) -> str:
     )
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """`text` with every run of white space, line breaks included, made one space."""
     return " ".join(text.split())
