@@ -113,6 +113,8 @@ async def test_a_real_fix_is_accepted(tmp_path: Path) -> None:
     assert suite(outcome, "verification")["tests"] == {FAILING: "passed", PASSING: "passed"}
     assert outcome.report["gate"] == {"passed": True, "findings": []}
     assert "Rule `fail_to_pass` held" in (tmp_path / "out" / "report.md").read_text()
+    assert "follow_up" not in outcome.report  # only a follow-up's report has the key
+    assert outcome.follow_up is None
 
 
 CHEAT = [

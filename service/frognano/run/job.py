@@ -11,6 +11,7 @@ from frognano.agent.loop_types import AgentResult
 from frognano.policy.findings import Finding
 from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
+from frognano.run.followup import FollowUp, FollowUpState
 from frognano.run.instructions import Instructions
 from frognano.run.plan import Plan
 from frognano.run.report import RunStage
@@ -49,6 +50,8 @@ class SolveJob:
     wait_for_model: bool = False
     """Retry the first contact with the model server (the worker: SGLang may be starting);
     False fails at once, for a person at a terminal."""
+    follow_up: FollowUp | None = None
+    """A later round on a pull request a run opened; None for a first run."""
 
 
 @dataclass
@@ -68,3 +71,4 @@ class RunState:
     verification: Verification | None = None
     findings: list[Finding] | None = None
     error: str | None = None
+    follow_up: FollowUpState | None = None

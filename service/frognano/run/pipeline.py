@@ -19,10 +19,16 @@ from frognano.agent.trajectory import TrajectoryWriter
 from frognano.errors import ConfigError, FrogNanoError, ModelError, SandboxUnavailable
 from frognano.log import get_logger
 from frognano.policy.diff import parse_diff
-from frognano.policy.gate import Finding, blocked
+from frognano.policy.gate import Finding
 from frognano.policy.models import AgentPolicy, quantity_bytes
 from frognano.run.apply import AppliedFile, apply_diff
 from frognano.run.collector import COLLECTOR_MODULE, collector_source
+from frognano.run.followup import FollowUpResult, block_reasons
+from frognano.run.followup_stages import (
+    check_increment,
+    collect_increment,
+    prepare_head,
+)
 from frognano.run.gatecheck import check_patch
 from frognano.run.instructions import read_instructions
 from frognano.run.job import RunState, SolveJob
@@ -53,6 +59,8 @@ class SolveOutcome:
     changes: tuple[AppliedFile, ...] = ()
     """The files to publish (only when `patch_ready`): computed by FrogNano from the base
     and the gated diff, exactly the tree the patch's tests ran in; never read from a sandbox."""
+    follow_up: FollowUpResult | None = None
+    """A follow-up's increment on the head and its cumulative diff (only when `patch_ready`)."""
 
 
 def limits_for(agent: AgentPolicy) -> tuple[AgentLimits, SamplingConfig]:
@@ -168,6 +176,10 @@ async def _work(
             setup = " and running the policy's setup" if job.policy.sandbox.setup else ""
             stage(f"copying the repository{setup}")
             run.base_commit = await prepare(box, repo_dir, exclude, job.policy.sandbox.setup)
+            if job.follow_up is not None:
+                stage("writing the pull request's head")
+                base = await HostTree.scan(repo_dir, exclude)
+                await prepare_head(run, job.follow_up, box, base)
         log.info("solve.prepared", run_id=job.run_id, base=run.base_commit, via=run.mechanism)
         stage("running the agent")
         await _run_agent(run, model, box, on_progress=on_progress)
@@ -175,7 +187,8 @@ async def _work(
             stage("collecting the patch")
             with _timed(run, "diff"):
                 run.patch = await collect_patch(box, run.base_commit)
-    if run.patch is None or run.patch.empty:
+                await collect_increment(run, box)
+    if run.patch is None or run.patch.empty or _no_increment(run):
         return
     await _check_and_verify(run, run.patch, options, exclude, stage)
 
@@ -205,6 +218,8 @@ async def _check_and_verify(
         return
     run.plan = plan = make_plan(applied, base, base.paths, job.policy.verify)
     run.findings = check_patch(patch.diff, applied, base, plan, job.policy)
+    if not await check_increment(run, base, plan, run.findings):
+        return
     stage(f"verifying the patch in fresh sandboxes: {job.policy.verify.command}")
 
     async def sandbox_for(role: Role) -> Sandbox:
@@ -251,6 +266,9 @@ async def _run_agent(
             title=job.title,
             body=job.body,
             guidance=run.instructions.guidance() if run.instructions else (),
+            follow_up=run.follow_up.prompt(job.follow_up.review)
+            if run.follow_up and job.follow_up
+            else None,
             limits=limits,
             trajectory=trajectory,
             on_progress=on_progress,
@@ -266,7 +284,17 @@ def _finish(run: RunState) -> SolveOutcome:
     report = build_report(run, patch_ready, reason, time.monotonic() - run.started)
     write_reports(run.job.out_dir, report, run.patch.diff if run.patch else b"")
     changes = run.plan.published if patch_ready and run.plan else ()
-    return SolveOutcome(patch_ready, reason, report, run.job.out_dir, changes)
+    state = run.follow_up
+    result = None
+    if patch_ready and state is not None and state.increment is not None and run.patch:
+        result = FollowUpResult(state.files, run.patch, state.increment)
+    return SolveOutcome(patch_ready, reason, report, run.job.out_dir, changes, result)
+
+
+def _no_increment(run: RunState) -> bool:
+    """A follow-up whose agent changed nothing this round (the earlier rounds do not count)."""
+    state = run.follow_up
+    return state is not None and (state.increment is None or state.increment.empty)
 
 
 def verdict(run: RunState) -> tuple[bool, str]:  # noqa: PLR0911 - one return per outcome
@@ -279,14 +307,18 @@ def verdict(run: RunState) -> tuple[bool, str]:  # noqa: PLR0911 - one return pe
         return False, "the agent did not run"
     if agent.stop_reason is StopReason.SANDBOX_ERROR:
         return False, agent.detail
-    if run.patch is None or run.patch.empty:
+    if run.patch is None or run.patch.empty or _no_increment(run):
+        if run.follow_up is not None and not _no_increment(run):
+            return False, "this round undoes every earlier change: the cumulative diff is empty"
         if agent.stop_reason is StopReason.COMPLETED:
             return False, "the agent finished without changing any file"
         return False, f"the agent stopped ({agent.detail}) without changing any file"
     findings = run.findings or []
-    if blocked(findings):
-        reasons = "; ".join(f.reason for f in findings if f.severity == "block")
-        return False, f"the gate blocked the patch: {reasons}"
+    said = [f.reason for f in findings if f.severity == "block"]
+    if run.follow_up is not None:
+        said = block_reasons(findings, run.follow_up.findings or [])
+    if said:
+        return False, f"the gate blocked the patch: {'; '.join(said)}"
     if run.verification is None or not run.verification.held:
         why = run.verification.reason if run.verification else "not verified"
         return False, f"verification failed ({run.job.policy.verify.require}): {why}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from frognano.policy.findings import Severity
 from frognano.policy.models import Require
@@ -192,6 +192,22 @@ class InstructionsRecord(TypedDict):
     """Every path of `agent.instructions_files`, in the policy's order."""
 
 
+class FollowUpRecord(TypedDict):
+    """A follow-up run: which round, what review it answered, and its two diffs."""
+
+    round: int
+    review_id: int | None
+    line_comments: int
+    head_commit: str | None
+    """The head's commit in the agent's sandbox (over `base_commit`); this round's diff is
+    taken against it."""
+    increment: PatchRecord | None
+    """This round's diff against the head; `patch` is the cumulative diff against the base."""
+    cumulative: PatchRecord | None
+    gate: GateRecord | None
+    """The gate's findings about the increment; `gate` holds the cumulative diff's."""
+
+
 class RunReport(TypedDict):
     """report.json. `patch`, `verification` and `gate` are None when the run did not get
     that far; `stop_reason` is None when the agent never ran."""
@@ -225,3 +241,5 @@ class RunReport(TypedDict):
     instructions: InstructionsRecord | None
     """None when the run stopped before the repository was read."""
     error: str | None
+    follow_up: NotRequired[FollowUpRecord]
+    """Only in a follow-up's report: a first run's has no such key."""

@@ -27,6 +27,7 @@ from frognano.run.report import (
     VerificationRecord,
 )
 from frognano.run.verification import Verification
+from frognano.run.workspace import Patch
 
 
 def build_report(run: RunState, patch_ready: bool, reason: str, total: float) -> RunReport:
@@ -49,7 +50,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "model": round(stats.model_seconds, 3) if stats else 0.0,
         "tools": round(stats.tool_seconds, 3) if stats else 0.0,
     }
-    return {
+    report: RunReport = {
         "run_id": job.run_id,
         "frognano": __version__,
         "started_at": run.started_at,
@@ -72,14 +73,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "durations": durations,
         "sandbox": {"backend": job.backend, "mechanism": run.mechanism},
         "base_commit": run.base_commit,
-        "patch": None
-        if run.patch is None
-        else {
-            "files": list(run.patch.files),
-            "insertions": run.patch.insertions,
-            "deletions": run.patch.deletions,
-            "bytes": len(run.patch.diff),
-        },
+        "patch": _patch(run.patch),
         "verification": _verification(run.verification),
         "gate": _gate(run.findings),
         "policy": {
@@ -89,6 +83,29 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         },
         "instructions": run.instructions.record() if run.instructions else None,
         "error": run.error,
+    }
+    if job.follow_up is not None:
+        state = run.follow_up
+        report["follow_up"] = {
+            "round": job.follow_up.round,
+            "review_id": job.follow_up.review.review_id,
+            "line_comments": len(job.follow_up.review.comments),
+            "head_commit": state.head_commit if state else None,
+            "increment": _patch(state.increment if state else None),
+            "cumulative": _patch(run.patch),
+            "gate": _gate(state.findings if state else None),
+        }
+    return report
+
+
+def _patch(patch: Patch | None) -> PatchRecord | None:
+    if patch is None:
+        return None
+    return {
+        "files": list(patch.files),
+        "insertions": patch.insertions,
+        "deletions": patch.deletions,
+        "bytes": len(patch.diff),
     }
 
 
@@ -212,7 +229,8 @@ def render_markdown(report: RunReport) -> str:
         report["summary"] or "_The agent wrote no summary._",
         "",
         *_verification_md(report["verification"]),
-        *_gate_md(report["gate"]),
+        *_follow_up_md(report),
+        *_gate_md(report["gate"], " of the cumulative diff" if "follow_up" in report else ""),
         *_patch_md(report["patch"]),
         "FrogNano-4B is a small research model. Review every change before using it.",
         "",
@@ -291,8 +309,31 @@ _COMPARISONS: tuple[tuple[str, ComparisonList], ...] = (
 )
 
 
-def _gate_md(gate: GateRecord | None) -> list[str]:
-    lines = ["## Gate", ""]
+def _follow_up_md(report: RunReport) -> list[str]:
+    record = report.get("follow_up")
+    if record is None:
+        return []
+    review = f"review {record['review_id']}" if record["review_id"] is not None else "a review"
+    lines = [
+        "## Follow-up",
+        "",
+        f"Round {record['round']}, answering {review} with {record['line_comments']} line "
+        "comment(s). Verification compares the original base with the base plus the "
+        "cumulative diff (every round).",
+        "",
+    ]
+    for name, label in (("increment", "This round (the increment)"), ("cumulative", "All rounds")):
+        sized = record["increment"] if name == "increment" else record["cumulative"]
+        if sized is not None:
+            lines.append(
+                f"- {label}: {len(sized['files'])} file(s), +{sized['insertions']} "
+                f"-{sized['deletions']}, {sized['bytes']:,} bytes"
+            )
+    return [*lines, "", *_gate_md(record["gate"], " of the increment")]
+
+
+def _gate_md(gate: GateRecord | None, of: str = "") -> list[str]:
+    lines = [f"## Gate{of}", ""]
     if gate is None:
         return [*lines, "_Not run._", ""]
     if not gate["findings"]:

@@ -98,6 +98,11 @@ async def build_tree(sandbox: Sandbox, base: HostTree, layer: Overlay) -> None:
     """Upload the base, then apply `layer`: deletions (and anything a symlink replaces) go
     first, then the new bytes, all written by FrogNano from memory."""
     await sandbox.upload_tree(base.root, exclude=base.exclude)
+    await apply_overlay(sandbox, base, layer)
+
+
+async def apply_overlay(sandbox: Sandbox, base: HostTree, layer: Overlay) -> None:
+    """Make the uploaded `base` in /workspace into base + `layer`, from FrogNano's memory."""
     removed = [
         change.path
         for change in layer.files

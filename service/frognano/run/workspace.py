@@ -218,6 +218,15 @@ async def prepare(
     return await _commit_id(sandbox, script, "could not commit the setup's files")
 
 
+async def commit_all(sandbox: Sandbox, message: str) -> str:
+    """Commit everything in /workspace that git does not ignore (even nothing); its id."""
+    script = (
+        f"set -e; {_GIT} add --all; {_GIT} commit -q --no-verify --allow-empty "
+        f"-m {shlex.quote(message)}; {_GIT} rev-parse HEAD"
+    )
+    return await _commit_id(sandbox, script, "could not commit the earlier rounds")
+
+
 async def _commit_id(sandbox: Sandbox, script: str, failure: str) -> str:
     """Run `script`, which ends with `git rev-parse HEAD`, in /workspace; the commit id it
     printed last, else SandboxError("`failure`: output")."""
