@@ -155,3 +155,24 @@ async def test_an_increment_that_reverts_the_fix_fails_verification(tmp_path: Pa
     found = record(outcome)
     assert found["cumulative"] is not None
     assert found["cumulative"]["files"] == ["calc.py"]
+
+
+async def test_an_increment_forged_through_git_is_refused(tmp_path: Path) -> None:
+    # `git replace` makes the sandbox's git show the head commit as the base: the increment
+    # then claims to change the base's calc.py, which the head no longer has.
+    forge = Turn(
+        calls=[
+            (
+                "Bash",
+                {
+                    "command": "cd /workspace && h=$(git rev-parse HEAD) && "
+                    "b=$(git rev-parse HEAD~1) && git replace -f $h $b && echo replaced"
+                },
+            )
+        ]
+    )
+    outcome = await follow_up(tmp_path, [forge, read("calc.py"), DOCSTRING, DONE])
+    assert not outcome.patch_ready
+    assert outcome.follow_up is None
+    assert "in the increment: the increment cannot be applied to the head" in outcome.reason
+    assert outcome.report["verification"] is None  # nothing was tested
