@@ -168,6 +168,25 @@ def test_impossible_values(tmp_path: Path) -> None:
     assert issues[1].message == "input should be less than or equal to 2 (got 9)"
 
 
+@pytest.mark.parametrize("command", ["frognano", "/", "/two words", "/" + "x" * 50, ""])
+def test_a_command_must_be_a_slash_and_a_word(tmp_path: Path, command: str) -> None:
+    write(tmp_path, "a.yaml", f"version: 1\ndefaults:\n  trigger:\n    command: '{command}'\n")
+    issue = the_issue(tmp_path)
+    assert (issue.line, issue.path) == (4, "defaults.trigger.command")
+    assert "should match pattern" in issue.message
+
+
+def test_the_command_defaults_to_frognano_and_can_change_per_repo(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "a.yaml",
+        "version: 1\nrepos:\n  - match: acme/api\n    trigger: {command: /bot}\n",
+    )
+    policies = load_policies(tmp_path)
+    assert policies.for_repo("acme/web").trigger.command == "/frognano"
+    assert policies.for_repo("acme/api").trigger.command == "/bot"
+
+
 @pytest.mark.parametrize(
     ("text", "line", "needle"),
     [

@@ -248,6 +248,7 @@ async def _publish(
         trajectory_location=str(run.out_dir / "trajectory.jsonl"),
         story=_story(run.out_dir / "trajectory.jsonl"),
         app_login=await run.deps.app.app_login(),
+        fresh_branch=request.retry,
     )
     pull = published.pull
     await status.say(

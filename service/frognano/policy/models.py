@@ -92,7 +92,9 @@ class TriggerPolicy(_Section):
     label: str = Field(default="frognano", min_length=1, max_length=50)
     """The issue label that starts a run."""
     min_permission: Permission = "write"
-    """The labeller's least permission on the repository."""
+    """The labeller's (or commenter's) least permission on the repository."""
+    command: str = Field(default="/frognano", pattern=r"^/[A-Za-z0-9][A-Za-z0-9_.-]{0,48}$")
+    """The word an issue comment starts with to command the App (`/frognano stop`)."""
 
 
 class AgentPolicy(_Section):
