@@ -39,12 +39,12 @@ def test_the_stored_form_is_the_dataclass_and_reads_back(
 
 def test_a_run_queued_before_labeller_id_existed_still_reads() -> None:
     stored = dict(to_job(RUN))
-    del stored["labeller_id"], stored["retry"]
+    del stored["labeller_id"], stored["retry"], stored["base"]
     assert from_job(RunRequest, stored) == dataclasses.replace(RUN, labeller_id=None)
 
 
 def test_a_retry_run_and_a_command_read_back() -> None:
-    retry = dataclasses.replace(RUN, retry=True)
+    retry = dataclasses.replace(RUN, retry=True, base="release/1.2")
     assert from_job(RunRequest, deserialize(serialize(to_job(retry)))) == retry
     stored = to_job(COMMAND)
     assert stored == {**dataclasses.asdict(COMMAND), "words": ["retry", "now"]}

@@ -26,8 +26,9 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
-from frognano.app.command_job import reply_marker, run_command
+from frognano.app.command_job import run_command
 from frognano.app.intake import COMMAND_JOB, DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB, IntakeQueue
+from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.app.run_issue import run_issue
 from frognano.app.status import status_marker
@@ -379,13 +380,90 @@ async def test_a_writer_whose_command_cannot_be_served_gets_one_reply(world: Wor
     assert "/pull/" in status["body"]
     replies = [c for c in repo.comments(7) if c is not status]
     assert [reply["body"].split("\n", 1)[0] for reply in replies] == [
-        reply_marker(command.comment_id) for command in (busy, unknown, nothing)
+        reply_marker(str(command.comment_id)) for command in (busy, unknown, nothing)
     ]
     assert "@bob A run is already queued or running on this issue" in replies[0]["body"]
     assert "`/frognano stop`, before asking for another." in replies[0]["body"]
     assert "knows `/frognano stop`" in replies[1]["body"]
     assert "@eve" not in replies[1]["body"]  # the comment's words are not echoed
     assert "no queued or running run here to stop" in replies[2]["body"]
+
+
+async def on_a_release_branch(world: World) -> str:
+    """A human's `release/1.2` (main plus a RELEASE file), and a policy that allows
+    `release/*` as a base; returns the branch's head."""
+    fake = world.fake
+    policy = world.deps.settings.policy_dir / "default.yaml"
+    policy.write_text("version: 1\ndefaults:\n  publish: {base_branches: ['release/*']}\n")
+    assert world.deps.policies.reload()
+    transport = Transport(base_url=fake.base_url, seconds_between_requests=0,
+                          seconds_between_writes=0, timeout=10)  # fmt: skip
+    human = RepoClient(REPO, fake.add_user_token("bob"), transport=transport)
+    _main, main = await human.default_branch()
+    head = await human.create_commit(main, [FileChange("RELEASE", "100644", b"1.2\n")], "1.2")
+    await human.upsert_branch("release/1.2", head, app_login="bob")
+    human.close()
+    return head
+
+
+async def test_a_writer_picks_the_base_with_a_label_or_the_command(world: World) -> None:
+    fake, repo = world.fake, world.fake.repo(REPO)
+    release = await on_a_release_branch(world)
+    with ScriptedModelServer(FIX * 2) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        labelled = dataclasses.replace(world.request(), label="frognano:release/1.2",
+                                       base="release/1.2")  # fmt: skip
+        assert await world.submit(labelled) == "queued"
+        await world.work()
+        branch = "frognano/release/1.2/issue-7"
+        first = repo.branch_sha(branch)
+        assert first is not None
+        assert repo.commits[first]["parents"] == [release]  # the agent worked on the release
+        assert fake.file_at(REPO, first, "RELEASE") == b"1.2\n"
+        (pull,) = repo.pulls.values()
+        assert (pull["head"], pull["base"]) == (branch, "release/1.2")
+        # The command form: a new run on the same base, converging on the same pull request.
+        assert await world.submit(world.command("base=release/1.2", commenter="bob")) == "queued"
+        await world.work()
+    assert world.deps.runs.labels(result="published")._value.get() == 2
+    assert len(repo.pulls) == 1
+    assert repo.branch_sha("frognano/issue-7") is None  # main's branch is left alone
+    (comment,) = repo.comments(7)
+    assert "/pull/" in comment["body"]
+
+
+async def test_a_base_outside_the_policy_or_missing_is_refused_with_one_line(
+    world: World,
+) -> None:
+    repo = world.fake.repo(REPO)
+    await on_a_release_branch(world)
+    repo.refs["refs/heads/hotfix/1"] = repo.refs["refs/heads/release/1.2"]
+    with ScriptedModelServer([]) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        outside = dataclasses.replace(world.request(), label="frognano:hotfix/1", base="hotfix/1")
+        assert await world.submit(outside) == "queued"
+        await world.work()
+        missing = world.command("retry base=release/9.9")
+        assert await world.submit(missing) == "queued"
+        await world.work()
+        # An outsider's pick is not even answered.
+        sneaky = dataclasses.replace(world.request("eve"), base="hotfix/1")
+        assert await world.submit(sneaky) == "queued"
+        await world.work()
+        assert model.requests == []
+    assert repo.pulls == {}
+    assert world.deps.runs.labels(result="refused")._value.get() == 2
+    assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
+    first, second = (c["body"] for c in repo.comments(7))
+    assert first == (
+        f"{reply_marker(outside.delivery_id)}\n@alice FrogNano did not start a run on"
+        " `hotfix/1`: the policy's `publish.base_branches` does not list it."
+    )
+    assert second.endswith("on `release/9.9`: the repository has no such branch.")
 
 
 async def until(predicate: Callable[[], bool], within: float) -> bool:

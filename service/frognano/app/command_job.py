@@ -9,22 +9,18 @@
 
 from __future__ import annotations
 
-from frognano.app.commands import RETRY, STOP
+from frognano.app.commands import BASE, RETRY, STOP, word_base
 from frognano.app.intake import Submission
+from frognano.app.replies import reply
 from frognano.app.run_issue import PERMISSION_RANK, RunDeps
 from frognano.app.triggers import CancelRequest, CommandRequest, RunRequest
 from frognano.github.auth import ACKNOWLEDGE
 from frognano.github.client import RepoClient
 from frognano.log import bound_contextvars, get_logger
 
-__all__ = ["reply_marker", "run_command"]
+__all__ = ["run_command"]
 
 log = get_logger(__name__)
-
-
-def reply_marker(comment_id: int) -> str:
-    """The hidden marker of the App's reply to the command comment `comment_id`."""
-    return f"<!-- frognano:reply:{int(comment_id)} -->"
 
 
 async def run_command(deps: RunDeps, request: CommandRequest) -> str:
@@ -45,13 +41,14 @@ async def run_command(deps: RunDeps, request: CommandRequest) -> str:
             return "unauthorised"
         command = policy.trigger.command
         word = request.words[0].casefold() if request.words else ""
+        word = BASE if word.startswith(BASE) else word  # the branch is not logged
         if word == STOP:
             reason = f"@{request.commenter} commented `{command} stop`"
             cancel = CancelRequest(issue, request.delivery_id, reason)
             status = _status(await deps.queue.cancel(cancel, command=True))
             if status == "nothing_to_cancel":
                 await _reply(client, request, "There is no queued or running run here to stop.")
-        elif word == RETRY:
+        elif word == RETRY or word.startswith(BASE):
             status = _status(await deps.queue.retry_run(_retry(request)))
             if status == "already_running":
                 await _reply(
@@ -65,8 +62,9 @@ async def run_command(deps: RunDeps, request: CommandRequest) -> str:
             await _reply(
                 client,
                 request,
-                f"FrogNano knows `{command} stop` (cancel this issue's run) and "
-                f"`{command} retry` (start a new run); nothing was done.",
+                f"FrogNano knows `{command} stop` (cancel this issue's run), `{command} retry` "
+                f"(start a new run) and `{command} base=BRANCH` (a new run on BRANCH); nothing "
+                "was done.",
             )
             return "unknown"
         log.info("command.done", command=word, status=status)
@@ -91,11 +89,10 @@ def _retry(request: CommandRequest) -> RunRequest:
         body=request.body,
         labeller_id=request.commenter_id,
         retry=True,
+        base=word_base(request.words),
     )
 
 
 async def _reply(client: RepoClient, request: CommandRequest, text: str) -> None:
     """One short answer to a writer's command, edited in place on a re-run."""
-    marker = reply_marker(request.comment_id)
-    await client.upsert_status_comment(request.issue.number, marker, f"@{request.commenter} {text}")
-    log.info("command.replied", comment=request.comment_id)
+    await reply(client, request.issue.number, str(request.comment_id), request.commenter, text)

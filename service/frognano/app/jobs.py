@@ -6,9 +6,9 @@
 #
 # The JSON form is a contract with what is already queued: jobs that a running deployment
 # queued must still decode after an upgrade. Fields are only ever added with a default (runs
-# queued before `labeller_id` or `retry` existed lack them), and keys `from_job` does not know
-# are ignored, so an older worker still runs what a newer receiver queued during a rolling
-# update.
+# queued before `labeller_id`, `retry` or `base` existed lack them), and keys `from_job` does
+# not know are ignored, so an older worker still runs what a newer receiver queued during a
+# rolling update.
 
 from __future__ import annotations
 
@@ -55,6 +55,8 @@ class RunJobData(TypedDict):
     labeller_id: NotRequired[int | None]
     """Absent from runs queued before it existed."""
     retry: NotRequired[bool]
+    """Absent from runs queued before it existed."""
+    base: NotRequired[str | None]
     """Absent from runs queued before it existed."""
 
 
@@ -124,6 +126,7 @@ def to_job(
             "body": payload.body,
             "labeller_id": payload.labeller_id,
             "retry": payload.retry,
+            "base": payload.base,
         }
     if isinstance(payload, CommandRequest):
         return {
@@ -189,6 +192,7 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
             body=run.string("body"),
             labeller_id=run.optional_integer("labeller_id"),
             retry=run.flag("retry"),
+            base=run.optional_string("base"),
         )
     if kind is CommandRequest:
         command = _Fields(data, "the command job's request")
@@ -254,6 +258,11 @@ class _Fields:
         if self.data.get(key) is None:
             return None
         return self.integer(key)
+
+    def optional_string(self, key: str) -> str | None:
+        if self.data.get(key) is None:
+            return None
+        return self.string(key)
 
     def flag(self, key: str) -> bool:
         """False when absent."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from frognano.github.models import is_bot
 
-__all__ = ["Missing", "integer", "obj", "repository", "sender", "sender_id", "string"]
+__all__ = ["Missing", "integer", "obj", "repository", "sender", "sender_id", "string", "text"]
 
 
 class Missing(Exception):
@@ -58,3 +58,9 @@ def integer(parent: Mapping[str, Any], key: str, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise Missing(f"the payload has no {name} integer")
     return value
+
+
+def text(parent: Mapping[str, Any], key: str) -> str:
+    """A text field GitHub may send as null (an issue's body): "" unless it is a string."""
+    value = parent.get(key)
+    return value if isinstance(value, str) else ""

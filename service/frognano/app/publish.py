@@ -34,10 +34,12 @@ log = get_logger(__name__)
 #    differs), so when the branch already points at the app's commit with the same parent,
 #    tree and message, that commit is kept and the new one is left unreferenced (inert):
 #    the head, its check runs and any approval of it survive a re-run.
-# 2. branch `<prefix>issue-<N>`: `upsert_branch` creates it, leaves it, or moves it only over
-#    the app's own commits (a human's push on it raises BranchConflict). A retry
-#    (`/frognano retry`, `fresh_branch`) goes on to `<prefix>issue-<N>-2`, `-3`, ... instead,
-#    the first that is free or holds only the app's commits, so a re-run finds the same one.
+# 2. branch `<prefix>issue-<N>` (`<prefix><base>/issue-<N>` on a base a writer picked, so
+#    runs on different bases never share one): `upsert_branch` creates it, leaves it, or
+#    moves it only over the app's own commits since the base (a human's push on it raises
+#    BranchConflict). A retry (`/frognano retry`, `fresh_branch`) goes on to `...issue-<N>-2`,
+#    `-3`, ... instead, the first that is free or holds only the app's commits, so a re-run
+#    finds the same one.
 # 3. `FrogNano / verification` on the head, then its `external_id` (the review marker, which
 #    only this App can write), then `FrogNano / human review` as `action_required`. Both come
 #    before the pull request exists, so nobody can see or review the pull request while the
@@ -78,11 +80,14 @@ MAX_RETRY_BRANCHES = 20
 """How many branches a retry tries (`issue-N`, `issue-N-2`, ...) before it gives up."""
 
 
-def branch_name(policy: PublishPolicy, issue_number: int, attempt: int = 1) -> str:
+def branch_name(
+    policy: PublishPolicy, issue_number: int, attempt: int = 1, base: str | None = None
+) -> str:
     """`<branch_prefix>issue-<N>`, e.g. `frognano/issue-7`; `frognano/issue-7-2` for the
-    second branch a retry tries."""
+    second branch a retry tries; `frognano/release/1.2/issue-7` on a picked base branch."""
     suffix = "" if attempt == 1 else f"-{int(attempt)}"
-    return f"{policy.branch_prefix}issue-{int(issue_number)}{suffix}"
+    on = "" if base is None else f"{base}/"
+    return f"{policy.branch_prefix}{on}issue-{int(issue_number)}{suffix}"
 
 
 def _publishable(report: RunReport) -> None:
@@ -208,6 +213,7 @@ async def publish(
     story: Story | None,
     app_login: str,
     fresh_branch: bool = False,
+    picked_base: bool = False,
 ) -> Published:
     """Publish the run's verified `changes` on `base_sha` as a draft pull request into
     `base_branch` (see the comment above for the steps). Idempotent: calling it again with
@@ -217,7 +223,8 @@ async def publish(
     `sender.id`) makes the co-author trailer survive a rename; None uses the login only.
     `story` is the run's trajectory condensed for the verification check (None: none kept).
     `fresh_branch` (a retry): a branch a human pushed to is passed over for the next free
-    one instead of raising BranchConflict."""
+    one instead of raising BranchConflict. `picked_base` (a base a writer chose, not the
+    default branch): the branch is named after `base_branch` and compared with it."""
     _publishable(report)
     marker = review_marker(run_id, labeller, issue_number)  # validates the labeller's login
 
@@ -231,7 +238,8 @@ async def publish(
     co_author = co_author_trailer(labeller, labeller_id).removeprefix("Co-authored-by: ")
     attempts = MAX_RETRY_BRANCHES if fresh_branch else 1
     for attempt in range(1, attempts + 1):
-        branch = branch_name(policy, issue_number, attempt)
+        on = base_branch if picked_base else None
+        branch = branch_name(policy, issue_number, attempt, on)
         head = await _commit(
             client,
             branch=branch,
@@ -242,7 +250,7 @@ async def publish(
             app_login=app_login,
         )
         try:
-            action = await client.upsert_branch(branch, head, app_login=app_login)
+            action = await client.upsert_branch(branch, head, app_login=app_login, base=on)
         except BranchConflict:
             if attempt == attempts:
                 raise

@@ -6,8 +6,8 @@
 # | delivery                                                   | decision          |
 # |------------------------------------------------------------|-------------------|
 # | `ping`                                                     | Ignored ("pong")  |
-# | `issues.labeled` with the repo's policy label, by a human  | RunRequest        |
-# | `issues.unlabeled` of the policy label                     | CancelRequest     |
+# | `issues.labeled` (`LABEL` or `LABEL:BRANCH`) by a human    | RunRequest        |
+# | `issues.unlabeled` of `LABEL` or `LABEL:BRANCH`            | CancelRequest     |
 # | `issues.closed`                                            | CancelRequest     |
 # | `issue_comment.created` starting with the policy's command | CommandRequest    |
 # |   (`/frognano stop`, `/frognano retry`), by a human        |                   |
@@ -30,7 +30,8 @@
 #   command, the app's own included.
 # - Review and push events are routed whoever sent them (a bot's review, the app's own push):
 #   the review gate re-reads the PR and decides which approvals count.
-# - Labels are compared case-insensitively, as GitHub treats label names.
+# - Labels are compared case-insensitively, as GitHub treats label names. `LABEL` is the
+#   policy's `trigger.label`; `LABEL:BRANCH` asks for a run on BRANCH (checked by the worker).
 #
 # Nothing here authorises anyone: the payload says who acted, not what they may do. The worker
 # checks the labeller's permission through the API before a run starts (invariant 6), and the
@@ -43,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from frognano.app import payload_fields as fields
-from frognano.app.commands import parse_command
+from frognano.app.commands import label_base, parse_command
 from frognano.app.webhooks import Delivery
 from frognano.github.models import is_bot
 
@@ -74,8 +75,9 @@ class RunRequest:
     """`sender.id`: credits the labeller in the commit's Co-authored-by trailer by account,
     which survives a rename."""
     retry: bool = False
-    """Asked for by `/frognano retry`: when a human pushed to the issue's branch, the pull
-    request goes to a new branch (`-2`, `-3`, ...) instead of the run failing."""
+    """`/frognano retry`: a branch a human pushed to is passed over (`-2`, `-3`, ...)."""
+    base: str | None = None
+    """The branch a writer picked (`frognano:BRANCH`, `base=BRANCH`); None: the default one."""
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,7 @@ class CancelRequest:
 
 @dataclass(frozen=True)
 class CommandRequest:
-    """An issue comment starting with the policy's command (`/frognano stop`), from a person
-    not yet authorised: the worker checks the permission before it acts on it."""
+    """An issue comment starting with the policy's command, by someone not yet authorised."""
 
     issue: IssueRef
     delivery_id: str
@@ -275,7 +276,8 @@ def _issues(  # noqa: PLR0911 - one return per rule
         label = fields.string(fields.obj(payload, "label"), "name", "label.name")
     except fields.Missing as exc:
         return Ignored(f"issues.{action}: {exc}")
-    if label.casefold() != wanted.casefold():
+    base = label_base(label, wanted)
+    if base is None:
         return Ignored(f"the label {label!r} is not the trigger label {wanted!r}")
     if action == "unlabeled":
         if bot == "self":
@@ -290,15 +292,15 @@ def _issues(  # noqa: PLR0911 - one return per rule
         title = fields.string(issue, "title", "issue.title")
     except fields.Missing as exc:
         return Ignored(f"issues.labeled: {exc}")
-    body = issue.get("body")
     return RunRequest(
         issue=ref,
         delivery_id=delivery.id,
         labeller=sender,
         label=label,
         title=title,
-        body=body if isinstance(body, str) else "",
+        body=fields.text(issue, "body"),
         labeller_id=fields.sender_id(payload),
+        base=base or None,
     )
 
 
@@ -322,9 +324,8 @@ def _issue_comment(  # noqa: PLR0911 - one return per rule
     label = lookups.label_for(repo)
     if label is None:
         return Ignored(f"the policy disables FrogNano for {repo}")
-    text = comment.get("body")
     command = lookups.command_for(repo)
-    words = parse_command(text if isinstance(text, str) else "", command)
+    words = parse_command(fields.text(comment, "body"), command)
     if words is None:
         return Ignored(f"the comment does not start with the command {command}")
     if bot == "self":
@@ -333,7 +334,6 @@ def _issue_comment(  # noqa: PLR0911 - one return per rule
         return Ignored(f"@{sender} is a bot; bots never command FrogNano")
     if issue.get("state") == "closed":
         return Ignored(f"{repo}#{number} is closed")
-    body = issue.get("body")
     return CommandRequest(
         issue=IssueRef(installation_id=installation_id, repo=repo, repo_id=repo_id, number=number),
         delivery_id=delivery.id,
@@ -343,7 +343,7 @@ def _issue_comment(  # noqa: PLR0911 - one return per rule
         words=words,
         label=label,
         title=title,
-        body=body if isinstance(body, str) else "",
+        body=fields.text(issue, "body"),
     )
 
 

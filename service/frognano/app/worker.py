@@ -366,8 +366,8 @@ def build_worker(
         queue=queue,
         runs=Counter(
             "frognano_worker_runs",
-            "Run jobs by how they ended (published, no_pull_request, unauthorised, cancelled, "
-            "disabled, waiting for a sandbox, error).",
+            "Run jobs by how they ended (published, no_pull_request, unauthorised, refused "
+            "(the base branch), cancelled, disabled, waiting for a sandbox, error).",
             ["result"],
             registry=where,
         ),

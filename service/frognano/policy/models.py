@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from frognano.policy.paths import check_repo_path
+from frognano.policy.paths import check_glob, check_repo_path
 
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Require = Literal["all_pass", "fail_to_pass", "no_regressions", "none"]
@@ -79,6 +79,18 @@ def _distinct(paths: list[str]) -> list[str]:
 
 
 RepoPath = Annotated[str, AfterValidator(_repo_path)]
+
+
+def _branch_glob(pattern: str) -> str:
+    problem = check_glob(pattern)
+    if problem is None and (".." in pattern or any(c.isspace() or c in "~^:\\" for c in pattern)):
+        problem = f"{pattern!r} cannot match a branch name (no '..', white space, ~ ^ : or \\)"
+    if problem is not None:
+        raise ValueError(problem.replace("path pattern", "branch pattern"))
+    return pattern
+
+
+BranchGlob = Annotated[str, AfterValidator(_branch_glob)]
 
 
 class _Section(BaseModel):
@@ -200,6 +212,9 @@ class PublishPolicy(_Section):
     team_reviewers: list[str] = Field(default_factory=list)
     link: Literal["refs", "fixes"] = "refs"
     """`Refs #N` leaves the issue open on merge; `Fixes #N` closes it."""
+    base_branches: list[BranchGlob] = Field(default_factory=list)
+    """Branches a writer may ask a run to start from and its pull request to target, besides
+    the default branch (globs: `release/*`); empty: the default branch only."""
 
 
 class EffectivePolicy(_Section):

@@ -127,6 +127,7 @@ async def test_a_worker_runs_the_job_with_plain_json_arguments(space: Space) -> 
                 "body": "Body",
                 "labeller_id": None,
                 "retry": False,
+                "base": None,
             },
             "try": 1,
         }

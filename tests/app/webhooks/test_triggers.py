@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from frognano.app.commands import label_base, word_base
 from frognano.app.triggers import (
     ROUTER,
     CancelRequest,
@@ -482,6 +483,41 @@ def test_a_command_on_a_pull_request_a_closed_or_disabled_issue_is_ignored() -> 
     ignored(route("issue_comment", on_pull), "is a pull request")
     ignored(route("issue_comment", gh.issue_comment(the_issue=gh.issue(state="closed"))), "closed")
     ignored(route("issue_comment", gh.issue_comment(), label=None), "disables")
+
+
+# --- picking the base branch ----------------------------------------------------------------
+
+
+def test_the_label_with_a_branch_asks_for_a_run_on_that_base() -> None:
+    decision = route("issues", gh.issues_labeled(name="FrogNano:release/1.2"))
+    assert isinstance(decision, RunRequest)
+    assert (decision.label, decision.base) == ("FrogNano:release/1.2", "release/1.2")
+    assert route("issues", gh.issues_labeled()).base is None  # type: ignore[union-attr]
+    removed = route("issues", gh.issues_unlabeled(name="frognano:release/1.2"))
+    assert isinstance(removed, CancelRequest)
+    for other in ("frognano:", "frognanox:main", "other:main"):
+        ignored(route("issues", gh.issues_labeled(name=other)), "is not the trigger label")
+
+
+@pytest.mark.parametrize(
+    ("words", "base"),
+    [
+        (("base=release/1.2",), "release/1.2"),
+        (("retry", "BASE=hotfix/x"), "hotfix/x"),
+        (("retry",), None),
+        (("base=",), None),
+        ((), None),
+    ],
+)
+def test_a_base_word_names_the_branch(words: tuple[str, ...], base: str | None) -> None:
+    assert word_base(words) == base
+
+
+def test_a_label_base_is_the_part_after_the_trigger_label() -> None:
+    assert label_base("frognano", "FrogNano") == ""
+    assert label_base("FROGNANO:a:b", "frognano") == "a:b"
+    assert label_base("frognano:", "frognano") is None
+    assert label_base("bug", "frognano") is None
 
 
 # --- robustness: decide never raises, whatever a signed payload lacks ----------------------
