@@ -8,11 +8,22 @@ import json
 import pytest
 
 from frognano.app.jobs import MalformedJob, deserialize, from_job, serialize, to_job
-from frognano.app.triggers import DropTokens, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.triggers import CommandRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
 
 RUN = RunRequest(IssueRef(100, "acme/calc", 42, 7), "d-1", "alice", "frognano", "T", "B", 5)
 REVIEW = ReviewGateCheck(100, "acme/calc", 42, 12, "b" * 40, "r-1")
 DROP = DropTokens(100, "i-1")
+COMMAND = CommandRequest(
+    IssueRef(100, "acme/calc", 42, 7),
+    "c-1",
+    "alice",
+    5,
+    900,
+    ("retry", "now"),
+    "frognano",
+    "T",
+    "B",
+)
 
 
 @pytest.mark.parametrize("payload", [RUN, REVIEW, DROP], ids=lambda payload: type(payload).__name__)
@@ -28,8 +39,20 @@ def test_the_stored_form_is_the_dataclass_and_reads_back(
 
 def test_a_run_queued_before_labeller_id_existed_still_reads() -> None:
     stored = dict(to_job(RUN))
-    del stored["labeller_id"]
+    del stored["labeller_id"], stored["retry"], stored["base"]
     assert from_job(RunRequest, stored) == dataclasses.replace(RUN, labeller_id=None)
+
+
+def test_a_retry_run_and_a_command_read_back() -> None:
+    retry = dataclasses.replace(RUN, retry=True, base="release/1.2")
+    assert from_job(RunRequest, deserialize(serialize(to_job(retry)))) == retry
+    stored = to_job(COMMAND)
+    assert stored == {**dataclasses.asdict(COMMAND), "words": ["retry", "now"]}
+    assert from_job(CommandRequest, deserialize(serialize(stored))) == COMMAND
+    with pytest.raises(MalformedJob, match="'words' must be a list of strings, not list"):
+        from_job(CommandRequest, {**stored, "words": ["stop", 3]})
+    with pytest.raises(MalformedJob, match="'retry' must be a boolean, not int"):
+        from_job(RunRequest, {**to_job(RUN), "retry": 1})
 
 
 def test_keys_it_does_not_know_are_ignored() -> None:

@@ -30,6 +30,7 @@ from frognano.app.texts import (
 from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import PUBLISH, GitHubApp
 from frognano.github.client import RepoClient
+from frognano.github.errors import BranchConflict
 from frognano.github.models import BODY_LIMIT, CHECK_TEXT_LIMIT, FileChange
 from frognano.policy.findings import Severity
 from frognano.policy.models import PublishPolicy
@@ -640,6 +641,7 @@ async def run_publish(
     report: RunReport | None = None,
     policy: PublishPolicy = POLICY,
     story: Story | None = None,
+    fresh_branch: bool = False,
 ) -> Published:
     return await publish(
         client,
@@ -656,6 +658,7 @@ async def run_publish(
         trajectory_location=TRAJECTORY,
         story=story,
         app_login=APP,
+        fresh_branch=fresh_branch,
     )
 
 
@@ -828,6 +831,32 @@ async def test_a_new_patch_moves_the_branch_and_checks(
     heads = {run["head_sha"] for run in runs_named(fake, VERIFICATION_CHECK)}
     assert heads == {first.commit_sha, second.commit_sha}
     assert len(runs_named(fake, HUMAN_REVIEW_CHECK)) == 2  # one per head
+
+
+@pytest.mark.usefixtures("people")
+async def test_a_retry_passes_over_a_branch_a_human_pushed_to(
+    fake: FakeGitHub, client: RepoClient, sleeps: Sleeps
+) -> None:
+    first = await run_publish(client, fake)
+    human = RepoClient(REPO, fake.add_user_token("bob"), transport=make_transport(fake, sleeps))
+    theirs = await human.create_commit(
+        first.commit_sha, [FileChange("b.txt", "100644", b"b")], "mine"
+    )
+    await human.upsert_branch(BRANCH, theirs, app_login=APP)
+    human.close()
+    with pytest.raises(BranchConflict, match="commits by bob"):
+        await run_publish(client, fake)  # a label run still refuses, as before
+    retried = await run_publish(client, fake, fresh_branch=True)
+    assert (retried.branch, retried.branch_action) == (f"{BRANCH}-2", "created")
+    assert retried.pull.number != first.pull.number
+    again = await run_publish(client, fake, fresh_branch=True)  # a re-run converges on it
+    assert (again.branch, again.branch_action, again.pull) == (
+        retried.branch,
+        "unchanged",
+        retried.pull,
+    )
+    assert fake.repo(REPO).branch_sha(BRANCH) == theirs
+    assert len(fake.repo(REPO).pulls) == 2
 
 
 async def test_a_repository_without_drafts_gets_a_normal_pull_request(

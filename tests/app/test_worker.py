@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import hmac
 import inspect
+import itertools
 import json
 import os
 import subprocess
@@ -25,13 +26,23 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
-from frognano.app.intake import DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB, IntakeQueue
+from frognano.app.command_job import run_command
+from frognano.app.intake import COMMAND_JOB, DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB, IntakeQueue
+from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.app.run_issue import run_issue
 from frognano.app.status import status_marker
-from frognano.app.triggers import CancelRequest, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.triggers import (
+    CancelRequest,
+    CommandRequest,
+    IssueRef,
+    ReviewGateCheck,
+    RunRequest,
+)
 from frognano.app.web import create_app
 from frognano.app.worker import FrogNanoWorker, WorkerDeps, build_worker, functions
+from frognano.github.client import RepoClient
+from frognano.github.models import FileChange
 from frognano.github.retry import RetryPolicy, Transport
 from frognano.settings import Settings
 from tests.app.web.conftest import REDIS_URL, serving
@@ -56,6 +67,7 @@ FIX = [
                           "new_string": GUARD + "    return sum"})]),
     Turn(content="mean([]) now raises ValueError."),
 ]  # fmt: skip
+COMMENT_IDS = itertools.count(5_000)
 
 
 @dataclass
@@ -74,7 +86,9 @@ class World:
     def redis(self) -> Redis:
         return self.deps.queue.redis
 
-    async def submit(self, decision: RunRequest | ReviewGateCheck | CancelRequest) -> str:
+    async def submit(
+        self, decision: RunRequest | ReviewGateCheck | CancelRequest | CommandRequest
+    ) -> str:
         submission = await self.deps.queue.submit(decision)
         if submission.job_id:
             self.job_ids.append(submission.job_id)
@@ -84,6 +98,22 @@ class World:
         issue = IssueRef(installation_id=100, repo=REPO, repo_id=self.repo_id, number=7)
         return RunRequest(issue, f"d-{uuid.uuid4()}", labeller, "frognano", "mean([]) crashes",
                           "It should raise ValueError.")  # fmt: skip
+
+    def command(self, text: str, commenter: str = "alice") -> CommandRequest:
+        """`commenter`'s comment `/frognano <text>` on the issue, as the receiver queues it."""
+        issue = IssueRef(installation_id=100, repo=REPO, repo_id=self.repo_id, number=7)
+        comment_id = next(COMMENT_IDS)
+        return CommandRequest(issue, f"c-{uuid.uuid4()}", commenter, None, comment_id,
+                              tuple(text.split()), "frognano", "mean([]) crashes",
+                              "It should raise ValueError.")  # fmt: skip
+
+    async def done(self, job_id: str, within: float = 60) -> None:
+        """Wait until arq has finished the job `job_id`."""
+        for _ in range(int(within / 0.05)):
+            if await self.redis.exists(f"arq:result:{job_id}"):
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"{job_id} did not finish")
 
     async def work(self) -> None:
         with warnings.catch_warnings():
@@ -265,6 +295,177 @@ async def test_unlabelling_cancels_a_running_job(world: World) -> None:
     assert await world.deps.queue.current_run(world.repo_id, 7) is None
 
 
+async def test_a_writers_stop_cancels_the_run_and_a_readers_cancels_nothing(world: World) -> None:
+    marker = "sleep 62.3456"
+    script = [Turn(calls=[("Bash", {"command": marker, "timeout": 600000})])]
+    with ScriptedModelServer(script) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request()) == "queued"
+        working = asyncio.create_task(world.work())
+        assert await until(lambda: bool(processes_with(marker)), within=60)
+        # eve may read, not write: her stop is checked and dropped, and the run goes on.
+        assert await world.submit(world.command("stop", commenter="eve")) == "queued"
+        await world.done(world.job_ids[-1])
+        assert processes_with(marker)
+        assert await world.submit(world.command("STOP")) == "queued"
+        await asyncio.wait_for(working, timeout=60)
+    assert not processes_with(marker)
+    repo = world.fake.repo(REPO)
+    assert repo.pulls == {}
+    (comment,) = repo.comments(7)  # the status comment only: no reply to anyone
+    assert "the run was cancelled** (@\u200dalice commented `/frognano stop`)" in comment["body"]
+    assert world.deps.runs.labels(result="cancelled")._value.get() == 1
+    assert await world.deps.queue.current_run(world.repo_id, 7) is None
+
+
+async def test_retry_starts_a_new_run_on_the_same_branch_or_a_new_one(world: World) -> None:
+    fake, repo = world.fake, world.fake.repo(REPO)
+    with ScriptedModelServer(FIX * 3) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request()) == "queued"
+        await world.work()
+        first = repo.branch_sha("frognano/issue-7")
+        # The retry is a new run that publishes to the branch it finds holding only its commits.
+        assert await world.submit(world.command("retry", commenter="bob")) == "queued"
+        await world.work()
+        assert world.deps.runs.labels(result="published")._value.get() == 2
+        assert len(repo.pulls) == 1
+        assert repo.branch_sha("frognano/issue-7") not in (None, first)
+        # A human pushes to the branch: the next retry leaves it alone and opens a new one.
+        transport = Transport(base_url=fake.base_url, seconds_between_requests=0,
+                              seconds_between_writes=0, timeout=10)  # fmt: skip
+        human = RepoClient(REPO, fake.add_user_token("bob"), transport=transport)
+        theirs = await human.create_commit(
+            repo.branch_sha("frognano/issue-7") or "", [FileChange("b.txt", "100644", b"b")], "mine"
+        )
+        await human.upsert_branch("frognano/issue-7", theirs, app_login="frognano[bot]")
+        human.close()
+        assert await world.submit(world.command("retry")) == "queued"
+        await world.work()
+    assert repo.branch_sha("frognano/issue-7") == theirs
+    assert repo.branch_sha("frognano/issue-7-2") is not None
+    assert sorted(pull["head"] for pull in repo.pulls.values()) == [
+        "frognano/issue-7",
+        "frognano/issue-7-2",
+    ]
+    assert world.deps.runs.labels(result="published")._value.get() == 3
+    (comment,) = repo.comments(7)
+    assert "/pull/" in comment["body"]
+
+
+async def test_a_writer_whose_command_cannot_be_served_gets_one_reply(world: World) -> None:
+    with ScriptedModelServer(FIX) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request()) == "queued"
+        busy, unknown = world.command("retry", commenter="bob"), world.command("frobnicate @eve")
+        outsider = world.command("retry", commenter="eve")
+        for command in (busy, unknown, outsider):
+            assert await world.submit(command) == "queued"
+        await world.work()
+        # The job run again, as arq does after a crash: the reply is edited, not repeated.
+        assert await run_command(world.deps, busy) == "retry:already_running"
+        nothing = world.command("stop")
+        assert await world.submit(nothing) == "queued"
+        await world.work()
+    repo = world.fake.repo(REPO)
+    assert len(repo.pulls) == 1
+    assert world.deps.runs.labels(result="published")._value.get() == 1
+    (status,) = [c for c in repo.comments(7) if c["body"].startswith(status_marker(7))]
+    assert "/pull/" in status["body"]
+    replies = [c for c in repo.comments(7) if c is not status]
+    assert [reply["body"].split("\n", 1)[0] for reply in replies] == [
+        reply_marker(str(command.comment_id)) for command in (busy, unknown, nothing)
+    ]
+    assert "@bob A run is already queued or running on this issue" in replies[0]["body"]
+    assert "`/frognano stop`, before asking for another." in replies[0]["body"]
+    assert "knows `/frognano stop`" in replies[1]["body"]
+    assert "@eve" not in replies[1]["body"]  # the comment's words are not echoed
+    assert "no queued or running run here to stop" in replies[2]["body"]
+
+
+async def on_a_release_branch(world: World) -> str:
+    """A human's `release/1.2` (main plus a RELEASE file), and a policy that allows
+    `release/*` as a base; returns the branch's head."""
+    fake = world.fake
+    policy = world.deps.settings.policy_dir / "default.yaml"
+    policy.write_text("version: 1\ndefaults:\n  publish: {base_branches: ['release/*']}\n")
+    assert world.deps.policies.reload()
+    transport = Transport(base_url=fake.base_url, seconds_between_requests=0,
+                          seconds_between_writes=0, timeout=10)  # fmt: skip
+    human = RepoClient(REPO, fake.add_user_token("bob"), transport=transport)
+    _main, main = await human.default_branch()
+    head = await human.create_commit(main, [FileChange("RELEASE", "100644", b"1.2\n")], "1.2")
+    await human.upsert_branch("release/1.2", head, app_login="bob")
+    human.close()
+    return head
+
+
+async def test_a_writer_picks_the_base_with_a_label_or_the_command(world: World) -> None:
+    fake, repo = world.fake, world.fake.repo(REPO)
+    release = await on_a_release_branch(world)
+    with ScriptedModelServer(FIX * 2) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        labelled = dataclasses.replace(world.request(), label="frognano:release/1.2",
+                                       base="release/1.2")  # fmt: skip
+        assert await world.submit(labelled) == "queued"
+        await world.work()
+        branch = "frognano/release/1.2/issue-7"
+        first = repo.branch_sha(branch)
+        assert first is not None
+        assert repo.commits[first]["parents"] == [release]  # the agent worked on the release
+        assert fake.file_at(REPO, first, "RELEASE") == b"1.2\n"
+        (pull,) = repo.pulls.values()
+        assert (pull["head"], pull["base"]) == (branch, "release/1.2")
+        # The command form: a new run on the same base, converging on the same pull request.
+        assert await world.submit(world.command("base=release/1.2", commenter="bob")) == "queued"
+        await world.work()
+    assert world.deps.runs.labels(result="published")._value.get() == 2
+    assert len(repo.pulls) == 1
+    assert repo.branch_sha("frognano/issue-7") is None  # main's branch is left alone
+    (comment,) = repo.comments(7)
+    assert "/pull/" in comment["body"]
+
+
+async def test_a_base_outside_the_policy_or_missing_is_refused_with_one_line(
+    world: World,
+) -> None:
+    repo = world.fake.repo(REPO)
+    await on_a_release_branch(world)
+    repo.refs["refs/heads/hotfix/1"] = repo.refs["refs/heads/release/1.2"]
+    with ScriptedModelServer([]) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        outside = dataclasses.replace(world.request(), label="frognano:hotfix/1", base="hotfix/1")
+        assert await world.submit(outside) == "queued"
+        await world.work()
+        missing = world.command("retry base=release/9.9")
+        assert await world.submit(missing) == "queued"
+        await world.work()
+        # An outsider's pick is not even answered.
+        sneaky = dataclasses.replace(world.request("eve"), base="hotfix/1")
+        assert await world.submit(sneaky) == "queued"
+        await world.work()
+        assert model.requests == []
+    assert repo.pulls == {}
+    assert world.deps.runs.labels(result="refused")._value.get() == 2
+    assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
+    first, second = (c["body"] for c in repo.comments(7))
+    assert first == (
+        f"{reply_marker(outside.delivery_id)}\n@alice FrogNano did not start a run on"
+        " `hotfix/1`: the policy's `publish.base_branches` does not list it."
+    )
+    assert second.endswith("on `release/9.9`: the repository has no such branch.")
+
+
 async def until(predicate: Callable[[], bool], within: float) -> bool:
     for _ in range(int(within / 0.1)):
         if predicate():
@@ -399,6 +600,7 @@ def test_each_job_takes_exactly_what_the_queue_enqueues() -> None:
     }
     assert taken == {
         RUN_JOB: [("run_id", keyword), ("request", keyword)],
+        COMMAND_JOB: [("request", keyword)],
         REVIEW_JOB: [("request", keyword)],
         DROP_TOKENS_JOB: [("request", keyword)],
     }

@@ -220,6 +220,26 @@ async def test_branch_is_created_left_moved_or_refused(
     human.close()
 
 
+async def test_a_branch_off_another_base_is_checked_against_that_base(
+    fake: FakeGitHub, client: RepoClient, transport: Transport
+) -> None:
+    _name, main = await client.default_branch()
+    human = await human_client(fake, transport, "alice")
+    release = await human.create_commit(main, [FileChange("R", "100644", b"r")], "release")
+    await human.upsert_branch("release/1", release, app_login="alice")
+    human.close()
+    assert await client.branch_sha("release/1") == release
+    assert await client.branch_sha("release/2") is None
+    one = await client.create_commit(release, [FileChange("a.txt", "100644", b"1")], "one")
+    two = await client.create_commit(release, [FileChange("a.txt", "100644", b"2")], "two")
+    app = "frognano[bot]"
+    assert await client.upsert_branch(BRANCH, one, app_login=app, base="release/1") == "created"
+    # Against the default branch, the release's own commit is someone else's.
+    with pytest.raises(BranchConflict, match="commits by alice"):
+        await client.upsert_branch(BRANCH, two, app_login=app)
+    assert await client.upsert_branch(BRANCH, two, app_login=app, base="release/1") == "moved"
+
+
 async def test_pull_request_is_found_instead_of_duplicated(
     fake: FakeGitHub, client: RepoClient, make_client: MakeClient
 ) -> None:

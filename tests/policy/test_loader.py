@@ -168,6 +168,42 @@ def test_impossible_values(tmp_path: Path) -> None:
     assert issues[1].message == "input should be less than or equal to 2 (got 9)"
 
 
+@pytest.mark.parametrize("command", ["frognano", "/", "/two words", "/" + "x" * 50, ""])
+def test_a_command_must_be_a_slash_and_a_word(tmp_path: Path, command: str) -> None:
+    write(tmp_path, "a.yaml", f"version: 1\ndefaults:\n  trigger:\n    command: '{command}'\n")
+    issue = the_issue(tmp_path)
+    assert (issue.line, issue.path) == (4, "defaults.trigger.command")
+    assert "should match pattern" in issue.message
+
+
+def test_base_branches_are_branch_globs(tmp_path: Path) -> None:
+    text = "version: 1\ndefaults:\n  publish:\n    base_branches:\n      - release/*\n"
+    write(tmp_path, "a.yaml", text + "      - 'a b'\n      - x..y\n      - ''\n")
+    issues = issues_of(tmp_path)
+    assert where(issues) == [
+        ("a.yaml", 6, "defaults.publish.base_branches[1]"),
+        ("a.yaml", 7, "defaults.publish.base_branches[2]"),
+        ("a.yaml", 8, "defaults.publish.base_branches[3]"),
+    ]
+    assert "cannot match a branch name" in issues[0].message
+    assert "branch pattern is empty" in issues[2].message
+    write(tmp_path, "a.yaml", text)
+    assert load_policies(tmp_path).for_repo("a/b").publish.base_branches == ["release/*"]
+    write(tmp_path, "a.yaml", "version: 1\n")
+    assert load_policies(tmp_path).for_repo("a/b").publish.base_branches == []
+
+
+def test_the_command_defaults_to_frognano_and_can_change_per_repo(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "a.yaml",
+        "version: 1\nrepos:\n  - match: acme/api\n    trigger: {command: /bot}\n",
+    )
+    policies = load_policies(tmp_path)
+    assert policies.for_repo("acme/web").trigger.command == "/frognano"
+    assert policies.for_repo("acme/api").trigger.command == "/bot"
+
+
 @pytest.mark.parametrize(
     ("text", "line", "needle"),
     [

@@ -29,6 +29,9 @@
 #     P alive:{job_id}                   a running job's heartbeat (app/worker.py), PX the
 #                                        heartbeat's ttl; a run job in progress without one
 #                                        belonged to a worker that died.
+#     P command:{delivery_id}            what the worker did for a command comment (`stop`,
+#                                        `retry`) once it had checked the commenter, as a
+#                                        delivery key: a re-run of the command job is a duplicate.
 #
 # and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
 # (PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
@@ -49,11 +52,14 @@
 #
 #     run_issue(ctx, *, run_id: str, request: RunRequest {issue: {installation_id, repo,
 #               repo_id, number}, delivery_id, labeller, label, title, body, labeller_id})
+#     command(ctx, *, request: CommandRequest {issue: {...}, delivery_id, commenter,
+#             commenter_id, comment_id, words, label, title, body})
 #     review_gate(ctx, *, request: ReviewGateCheck {installation_id, repo, repo_id,
 #                 pull_number, head_sha, delivery_id})
 #     drop_tokens(ctx, *, request: DropTokens {installation_id, delivery_id})
 #
-# Job ids: `run:{repo_id}:{number}:{run_id}`, `review:{repo_id}:{pull_number}:{delivery_id}`,
+# Job ids: `run:{repo_id}:{number}:{run_id}`, `command:{repo_id}:{number}:{delivery_id}`,
+# `review:{repo_id}:{pull_number}:{delivery_id}`,
 # `drop-tokens:{installation_id}:{delivery_id}`. The keys span hash slots: this needs a single
 # Redis (or a primary with replicas), not Redis Cluster.
 
@@ -81,6 +87,7 @@ from frognano.app.intake_scripts import (
     TAKE_WAITING_SCRIPT,
 )
 from frognano.app.jobs import (
+    CommandJobData,
     DropTokensJobData,
     ReviewJobData,
     Submission,
@@ -92,10 +99,17 @@ from frognano.app.jobs import (
     to_job,
     waiting_events,
 )
-from frognano.app.triggers import CancelRequest, DropTokens, ReviewGateCheck, RunRequest
+from frognano.app.triggers import (
+    CancelRequest,
+    CommandRequest,
+    DropTokens,
+    ReviewGateCheck,
+    RunRequest,
+)
 from frognano.run.runid import new_run_id
 
 __all__ = [
+    "COMMAND_JOB",
     "DEFAULT_KEY_PREFIX",
     "DELIVERY_TTL_SECONDS",
     "DROP_TOKENS_JOB",
@@ -110,6 +124,7 @@ __all__ = [
 ]
 
 RUN_JOB = "run_issue"
+COMMAND_JOB = "command"
 REVIEW_JOB = "review_gate"
 DROP_TOKENS_JOB = "drop_tokens"
 
@@ -178,6 +193,15 @@ class IntakeQueue:
             return await self.start_run(decision, body_digest=body_digest)
         if isinstance(decision, CancelRequest):
             return await self.cancel(decision, body_digest=body_digest)
+        if isinstance(decision, CommandRequest):
+            issue = decision.issue
+            return await self._enqueue(
+                decision.delivery_id,
+                body_digest,
+                COMMAND_JOB,
+                f"command:{issue.repo_id}:{issue.number}:{decision.delivery_id}",
+                to_job(decision),
+            )
         if isinstance(decision, ReviewGateCheck):
             return await self._enqueue(
                 decision.delivery_id,
@@ -200,6 +224,14 @@ class IntakeQueue:
         """Queue a run unless the delivery was seen or the issue has a run queued or on."""
         return await self._start(request, self.delivery_key(request.delivery_id), body_digest)
 
+    def command_key(self, delivery_id: str) -> str:
+        return f"{self.key_prefix}command:{delivery_id}"
+
+    async def retry_run(self, request: RunRequest) -> Submission:
+        """The worker's `retry` command: queue a run unless the issue has one queued or on
+        (`already_running`, and nothing waits), once per command (again: `duplicate`)."""
+        return await self._start(request, self.command_key(request.delivery_id), None, wait=False)
+
     async def requeue(self, waiting: Waiting) -> Submission:
         """Queue a waiting label event as a run of its own (once per event: a second call is a
         duplicate), or as waiting again if another run holds the issue by now."""
@@ -209,7 +241,7 @@ class IntakeQueue:
         return await self._start(waiting.request, key, None)
 
     async def _start(
-        self, request: RunRequest, delivery_key: str, body_digest: str | None
+        self, request: RunRequest, delivery_key: str, body_digest: str | None, *, wait: bool = True
     ) -> Submission:
         repo_id, number = request.issue.repo_id, request.issue.number
         run_id = new_run_id()
@@ -248,7 +280,7 @@ class IntakeQueue:
                 job,
                 now_ms,
                 expires_extra_ms,
-                waiting,
+                waiting if wait else "",
                 delivery_id,
                 request.labeller,
                 delivery_id,
@@ -256,12 +288,16 @@ class IntakeQueue:
         )
         return self._submission(result)
 
-    async def cancel(self, request: CancelRequest, *, body_digest: str | None = None) -> Submission:
-        """Flag the issue's run as cancelled and ask arq to abort its job."""
+    async def cancel(
+        self, request: CancelRequest, *, body_digest: str | None = None, command: bool = False
+    ) -> Submission:
+        """Flag the issue's run as cancelled and ask arq to abort its job. `command`: the
+        worker's `stop` command, recorded under its own key (the delivery's is the job's)."""
         issue = request.issue
+        delivery_id = request.delivery_id
         result = await self._cancel(
             keys=[
-                self.delivery_key(request.delivery_id),
+                self.command_key(delivery_id) if command else self.delivery_key(delivery_id),
                 self.run_key(issue.repo_id, issue.number),
                 abort_jobs_ss,
                 self.body_key(body_digest),
@@ -285,7 +321,7 @@ class IntakeQueue:
         body_digest: str | None,
         function: str,
         job_id: str,
-        request: ReviewJobData | DropTokensJobData,
+        request: CommandJobData | ReviewJobData | DropTokensJobData,
     ) -> Submission:
         now_ms = int(time.time() * 1000)
         job = serialize_job(function, (), {"request": request}, None, now_ms, serializer=serialize)

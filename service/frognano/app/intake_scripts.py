@@ -41,7 +41,8 @@ end
 
 # KEYS: delivery, run, waiting, new job key, queue, body
 # ARGV: job prefix, in-progress prefix, delivery ttl, run ttl, run_id, job_id, job bytes,
-#       score ms, job expiry ms, waiting entry json, delivery_id, labeller, delivery_id
+#       score ms, job expiry ms, waiting entry json ('' : a refusal does not wait), delivery_id,
+#       labeller, delivery_id
 RUN_SCRIPT = (
     _claim(3)
     + _STALE_CHECK
@@ -49,8 +50,10 @@ RUN_SCRIPT = (
 local current = redis.call('HGET', KEYS[2], 'job_id')
 if current then
   if alive(current) then
-    redis.call('RPUSH', KEYS[3], ARGV[10])
-    redis.call('EXPIRE', KEYS[3], ARGV[4])
+    if ARGV[10] ~= '' then
+      redis.call('RPUSH', KEYS[3], ARGV[10])
+      redis.call('EXPIRE', KEYS[3], ARGV[4])
+    end
     redis.call('SET', KEYS[1], 'already_running:' .. current, 'KEEPTTL')
     return {'already_running', current, redis.call('HGET', KEYS[2], 'run_id') or ''}
   end

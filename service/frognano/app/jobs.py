@@ -6,8 +6,9 @@
 #
 # The JSON form is a contract with what is already queued: jobs that a running deployment
 # queued must still decode after an upgrade. Fields are only ever added with a default (runs
-# queued before `labeller_id` existed lack it), and keys `from_job` does not know are ignored,
-# so an older worker still runs what a newer receiver queued during a rolling update.
+# queued before `labeller_id`, `retry` or `base` existed lack them), and keys `from_job` does
+# not know are ignored, so an older worker still runs what a newer receiver queued during a
+# rolling update.
 
 from __future__ import annotations
 
@@ -15,12 +16,19 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, Required, TypedDict, overload
 
-from frognano.app.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.triggers import (
+    CancelRequest,
+    CommandRequest,
+    DropTokens,
+    IssueRef,
+    ReviewGateCheck,
+    RunRequest,
+)
 from frognano.errors import FrogNanoError
 
 Status = Literal["queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"]
-Submittable = RunRequest | CancelRequest | ReviewGateCheck | DropTokens
-JobPayload = RunRequest | ReviewGateCheck | DropTokens
+Submittable = RunRequest | CancelRequest | CommandRequest | ReviewGateCheck | DropTokens
+JobPayload = RunRequest | CommandRequest | ReviewGateCheck | DropTokens
 """What a job's `request` argument holds, once `from_job` has read it."""
 
 
@@ -46,6 +54,24 @@ class RunJobData(TypedDict):
     body: str
     labeller_id: NotRequired[int | None]
     """Absent from runs queued before it existed."""
+    retry: NotRequired[bool]
+    """Absent from runs queued before it existed."""
+    base: NotRequired[str | None]
+    """Absent from runs queued before it existed."""
+
+
+class CommandJobData(TypedDict):
+    """The command job's `request` argument, as stored (a CommandRequest)."""
+
+    issue: IssueData
+    delivery_id: str
+    commenter: str
+    commenter_id: int | None
+    comment_id: int
+    words: list[str]
+    label: str
+    title: str
+    body: str
 
 
 class ReviewJobData(TypedDict):
@@ -80,27 +106,39 @@ def deserialize(data: bytes) -> Any:
 @overload
 def to_job(payload: RunRequest) -> RunJobData: ...
 @overload
+def to_job(payload: CommandRequest) -> CommandJobData: ...
+@overload
 def to_job(payload: ReviewGateCheck) -> ReviewJobData: ...
 @overload
 def to_job(payload: DropTokens) -> DropTokensJobData: ...
-def to_job(payload: JobPayload) -> RunJobData | ReviewJobData | DropTokensJobData:
+def to_job(
+    payload: JobPayload,
+) -> RunJobData | CommandJobData | ReviewJobData | DropTokensJobData:
     """The JSON-able form of a job's `request` argument, as stored in Redis."""
     # By hand: dataclasses.asdict deep-copies, a tenth of a delivery's time.
     if isinstance(payload, RunRequest):
-        issue = payload.issue
         return {
-            "issue": {
-                "installation_id": issue.installation_id,
-                "repo": issue.repo,
-                "repo_id": issue.repo_id,
-                "number": issue.number,
-            },
+            "issue": _issue_data(payload.issue),
             "delivery_id": payload.delivery_id,
             "labeller": payload.labeller,
             "label": payload.label,
             "title": payload.title,
             "body": payload.body,
             "labeller_id": payload.labeller_id,
+            "retry": payload.retry,
+            "base": payload.base,
+        }
+    if isinstance(payload, CommandRequest):
+        return {
+            "issue": _issue_data(payload.issue),
+            "delivery_id": payload.delivery_id,
+            "commenter": payload.commenter,
+            "commenter_id": payload.commenter_id,
+            "comment_id": payload.comment_id,
+            "words": list(payload.words),
+            "label": payload.label,
+            "title": payload.title,
+            "body": payload.body,
         }
     if isinstance(payload, ReviewGateCheck):
         return {
@@ -114,8 +152,28 @@ def to_job(payload: JobPayload) -> RunJobData | ReviewJobData | DropTokensJobDat
     return {"installation_id": payload.installation_id, "delivery_id": payload.delivery_id}
 
 
+def _issue_data(issue: IssueRef) -> IssueData:
+    return {
+        "installation_id": issue.installation_id,
+        "repo": issue.repo,
+        "repo_id": issue.repo_id,
+        "number": issue.number,
+    }
+
+
+def _issue_ref(issue: _Fields) -> IssueRef:
+    return IssueRef(
+        installation_id=issue.integer("installation_id"),
+        repo=issue.string("repo"),
+        repo_id=issue.integer("repo_id"),
+        number=issue.integer("number"),
+    )
+
+
 @overload
 def from_job(kind: type[RunRequest], data: object) -> RunRequest: ...
+@overload
+def from_job(kind: type[CommandRequest], data: object) -> CommandRequest: ...
 @overload
 def from_job(kind: type[ReviewGateCheck], data: object) -> ReviewGateCheck: ...
 @overload
@@ -125,20 +183,29 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
     shape). Raises MalformedJob naming the first field that is missing or of the wrong type."""
     if kind is RunRequest:
         run = _Fields(data, "the run job's request")
-        issue = run.nested("issue")
         return RunRequest(
-            IssueRef(
-                installation_id=issue.integer("installation_id"),
-                repo=issue.string("repo"),
-                repo_id=issue.integer("repo_id"),
-                number=issue.integer("number"),
-            ),
+            _issue_ref(run.nested("issue")),
             delivery_id=run.string("delivery_id"),
             labeller=run.string("labeller"),
             label=run.string("label"),
             title=run.string("title"),
             body=run.string("body"),
             labeller_id=run.optional_integer("labeller_id"),
+            retry=run.flag("retry"),
+            base=run.optional_string("base"),
+        )
+    if kind is CommandRequest:
+        command = _Fields(data, "the command job's request")
+        return CommandRequest(
+            _issue_ref(command.nested("issue")),
+            delivery_id=command.string("delivery_id"),
+            commenter=command.string("commenter"),
+            commenter_id=command.optional_integer("commenter_id"),
+            comment_id=command.integer("comment_id"),
+            words=command.strings("words"),
+            label=command.string("label"),
+            title=command.string("title"),
+            body=command.string("body"),
         )
     if kind is ReviewGateCheck:
         review = _Fields(data, "the review gate job's request")
@@ -191,6 +258,24 @@ class _Fields:
         if self.data.get(key) is None:
             return None
         return self.integer(key)
+
+    def optional_string(self, key: str) -> str | None:
+        if self.data.get(key) is None:
+            return None
+        return self.string(key)
+
+    def flag(self, key: str) -> bool:
+        """False when absent."""
+        value = self.data.get(key, False)
+        if not isinstance(value, bool):
+            raise self._wrong(key, "a boolean", value)
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self._get(key)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self._wrong(key, "a list of strings", value)
+        return tuple(value)
 
     def nested(self, key: str) -> _Fields:
         return _Fields(self._get(key), f"{self.where}.{key}")

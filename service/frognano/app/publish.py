@@ -17,6 +17,7 @@ from frognano.app.texts import (
     verification_check,
 )
 from frognano.github.client import RepoClient
+from frognano.github.errors import BranchConflict
 from frognano.github.models import FileChange, PullInfo
 from frognano.log import get_logger
 from frognano.policy.models import PublishPolicy
@@ -33,8 +34,12 @@ log = get_logger(__name__)
 #    differs), so when the branch already points at the app's commit with the same parent,
 #    tree and message, that commit is kept and the new one is left unreferenced (inert):
 #    the head, its check runs and any approval of it survive a re-run.
-# 2. branch `<prefix>issue-<N>`: `upsert_branch` creates it, leaves it, or moves it only over
-#    the app's own commits (a human's push on it raises BranchConflict).
+# 2. branch `<prefix>issue-<N>` (`<prefix><base>/issue-<N>` on a base a writer picked, so
+#    runs on different bases never share one): `upsert_branch` creates it, leaves it, or
+#    moves it only over the app's own commits since the base (a human's push on it raises
+#    BranchConflict). A retry (`/frognano retry`, `fresh_branch`) goes on to `...issue-<N>-2`,
+#    `-3`, ... instead, the first that is free or holds only the app's commits, so a re-run
+#    finds the same one.
 # 3. `FrogNano / verification` on the head, then its `external_id` (the review marker, which
 #    only this App can write), then `FrogNano / human review` as `action_required`. Both come
 #    before the pull request exists, so nobody can see or review the pull request while the
@@ -71,9 +76,18 @@ class Published:
         return f"{self.pull.html_url}/checks?check_run_id={self.verification_check_id}"
 
 
-def branch_name(policy: PublishPolicy, issue_number: int) -> str:
-    """`<branch_prefix>issue-<N>`, e.g. `frognano/issue-7`."""
-    return f"{policy.branch_prefix}issue-{int(issue_number)}"
+MAX_RETRY_BRANCHES = 20
+"""How many branches a retry tries (`issue-N`, `issue-N-2`, ...) before it gives up."""
+
+
+def branch_name(
+    policy: PublishPolicy, issue_number: int, attempt: int = 1, base: str | None = None
+) -> str:
+    """`<branch_prefix>issue-<N>`, e.g. `frognano/issue-7`; `frognano/issue-7-2` for the
+    second branch a retry tries; `frognano/release/1.2/issue-7` on a picked base branch."""
+    suffix = "" if attempt == 1 else f"-{int(attempt)}"
+    on = "" if base is None else f"{base}/"
+    return f"{policy.branch_prefix}{on}issue-{int(issue_number)}{suffix}"
 
 
 def _publishable(report: RunReport) -> None:
@@ -198,6 +212,8 @@ async def publish(
     trajectory_location: str,
     story: Story | None,
     app_login: str,
+    fresh_branch: bool = False,
+    picked_base: bool = False,
 ) -> Published:
     """Publish the run's verified `changes` on `base_sha` as a draft pull request into
     `base_branch` (see the comment above for the steps). Idempotent: calling it again with
@@ -205,11 +221,12 @@ async def publish(
     the report is not publishable, BranchConflict when a human pushed to the branch, and
     GitHubError when GitHub fails beyond the retries. `labeller_id` (the webhook's
     `sender.id`) makes the co-author trailer survive a rename; None uses the login only.
-    `story` is the run's trajectory condensed for the verification check (None: none kept)."""
+    `story` is the run's trajectory condensed for the verification check (None: none kept).
+    `fresh_branch` (a retry): a branch a human pushed to is passed over for the next free
+    one instead of raising BranchConflict. `picked_base` (a base a writer chose, not the
+    default branch): the branch is named after `base_branch` and compared with it."""
     _publishable(report)
     marker = review_marker(run_id, labeller, issue_number)  # validates the labeller's login
-    branch = branch_name(policy, issue_number)
-    bound = log.bind(repo=client.full_name, issue=issue_number, run_id=run_id, branch=branch)
 
     message = commit_message(
         issue_number,
@@ -219,16 +236,28 @@ async def publish(
         co_author_id=labeller_id,
     )
     co_author = co_author_trailer(labeller, labeller_id).removeprefix("Co-authored-by: ")
-    head = await _commit(
-        client,
-        branch=branch,
-        base_sha=base_sha,
-        changes=changes,
-        message=message,
-        co_author=co_author,
-        app_login=app_login,
-    )
-    action = await client.upsert_branch(branch, head, app_login=app_login)
+    attempts = MAX_RETRY_BRANCHES if fresh_branch else 1
+    for attempt in range(1, attempts + 1):
+        on = base_branch if picked_base else None
+        branch = branch_name(policy, issue_number, attempt, on)
+        head = await _commit(
+            client,
+            branch=branch,
+            base_sha=base_sha,
+            changes=changes,
+            message=message,
+            co_author=co_author,
+            app_login=app_login,
+        )
+        try:
+            action = await client.upsert_branch(branch, head, app_login=app_login, base=on)
+        except BranchConflict:
+            if attempt == attempts:
+                raise
+            log.info("publish.branch_taken", repo=client.full_name, branch=branch)
+        else:
+            break
+    bound = log.bind(repo=client.full_name, issue=issue_number, run_id=run_id, branch=branch)
 
     conclusion, title, summary, text = verification_check(report, story=story)
     verification_id = await client.upsert_check_run(

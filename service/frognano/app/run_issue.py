@@ -22,7 +22,9 @@ from frognano.agent.loop import Progress
 from frognano.agent.story import Story, story_of
 from frognano.agent.trajectory import read_events
 from frognano.app.intake import IntakeQueue, Waiting
+from frognano.app.markdown import code
 from frognano.app.publish import publish
+from frognano.app.replies import reply
 from frognano.app.status import (
     Cancelled,
     Error,
@@ -34,12 +36,13 @@ from frognano.app.status import (
 )
 from frognano.app.status_comment import StatusComment
 from frognano.app.triggers import RunRequest
-from frognano.errors import SandboxBusy
+from frognano.errors import FrogNanoError, SandboxBusy
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp, Permissions
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange
 from frognano.log import bound_contextvars, get_logger
 from frognano.policy.models import EffectivePolicy
+from frognano.policy.paths import path_matches
 from frognano.policy.store import PolicyStore
 from frognano.run.baselines import RedisCache
 from frognano.run.job import SolveJob
@@ -77,8 +80,8 @@ class RunCancelled(Exception):
 
 async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt: int) -> str:
     """One run for one issue (`attempt` is arq's try, from 1). Returns how it ended:
-    published, no_pull_request, unauthorised, cancelled or disabled; raises arq's Retry to
-    wait for a sandbox, and whatever failed otherwise."""
+    published, no_pull_request, unauthorised, refused (the base), cancelled or disabled;
+    raises arq's Retry to wait for a sandbox, and whatever failed otherwise."""
     run = _Run(deps, request, run_id, attempt)
     issue = request.issue
     with bound_contextvars(run_id=run_id, repo=issue.repo, issue=issue.number):
@@ -105,6 +108,8 @@ async def _stages(run: _Run) -> str:
     ack = await _authorise(run, policy)
     if ack is None:
         return "unauthorised"
+    if await _refuse_base(run, policy, ack):
+        return "refused"
     status = await _acknowledge(run, ack)
     try:
         async with _fetch(run) as base:
@@ -181,21 +186,53 @@ async def _acknowledge(run: _Run, ack: RepoClient) -> StatusComment:
     return status
 
 
+async def _refuse_base(run: _Run, policy: EffectivePolicy, ack: RepoClient) -> bool:
+    """True, after a one-line reply and before any other trace on the issue, when the base a
+    writer picked is not in `publish.base_branches` (the default branch always is) or is
+    not a branch of the repository."""
+    request = run.request
+    base = request.base
+    if base is None:
+        return False
+    fetch = await run.client(FETCH)
+    default, _sha = await fetch.default_branch()
+    if base != default and path_matches(base, policy.publish.base_branches) is None:
+        why = "the policy's `publish.base_branches` does not list it"
+    elif await fetch.branch_sha(base) is None:
+        why = "the repository has no such branch"
+    else:
+        return False
+    log.warning("run.base_refused", why=why)
+    text = f"FrogNano did not start a run on {code(base)}: {why}."
+    await reply(ack, request.issue.number, request.delivery_id, request.labeller, text)
+    return True
+
+
 @dataclass(frozen=True)
 class _Base:
     branch: str
     sha: str
     tree: Path
     """The base commit's files; gone once `_fetch` exits."""
+    picked: bool = False
+    """A branch a writer picked, not the default one."""
 
 
 @contextlib.asynccontextmanager
 async def _fetch(run: _Run) -> AsyncIterator[_Base]:
-    """The default branch's head commit, downloaded into a scratch directory."""
+    """The base's head commit (the default branch's unless a writer picked one), downloaded
+    into a scratch directory."""
     fetch = await run.client(FETCH)
     branch, sha = await fetch.default_branch()
+    base = run.request.base
+    picked = base is not None and base != branch
+    if base is not None and picked:
+        branch, head = base, await fetch.branch_sha(base)
+        if head is None:
+            raise FrogNanoError(f"the base branch {base} is gone")
+        sha = head
     with tempfile.TemporaryDirectory(prefix="frognano-base-") as scratch:
-        yield _Base(branch, sha, await fetch.download_tree(sha, Path(scratch) / "tree"))
+        yield _Base(branch, sha, await fetch.download_tree(sha, Path(scratch) / "tree"), picked)
 
 
 async def _pipeline(
@@ -248,6 +285,8 @@ async def _publish(
         trajectory_location=str(run.out_dir / "trajectory.jsonl"),
         story=_story(run.out_dir / "trajectory.jsonl"),
         app_login=await run.deps.app.app_login(),
+        fresh_branch=request.retry,
+        picked_base=base.picked,
     )
     pull = published.pull
     await status.say(

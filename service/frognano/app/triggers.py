@@ -6,9 +6,11 @@
 # | delivery                                                   | decision          |
 # |------------------------------------------------------------|-------------------|
 # | `ping`                                                     | Ignored ("pong")  |
-# | `issues.labeled` with the repo's policy label, by a human  | RunRequest        |
-# | `issues.unlabeled` of the policy label                     | CancelRequest     |
+# | `issues.labeled` (`LABEL` or `LABEL:BRANCH`) by a human    | RunRequest        |
+# | `issues.unlabeled` of `LABEL` or `LABEL:BRANCH`            | CancelRequest     |
 # | `issues.closed`                                            | CancelRequest     |
+# | `issue_comment.created` starting with the policy's command | CommandRequest    |
+# |   (`/frognano stop`, `/frognano retry`), by a human        |                   |
 # | `pull_request_review.submitted` / `.dismissed`, on one of  | ReviewGateCheck   |
 # |   the app's PRs                                            |                   |
 # | `pull_request.synchronize` / `.reopened`, on an app PR     | ReviewGateCheck   |
@@ -19,14 +21,17 @@
 #
 # - An event that needs an installation (everything but `ping`) and has none came from a
 #   repository or organization webhook rather than the App's: Ignored.
-# - `issues` events on pull requests (the issue has a `pull_request` key) are Ignored.
+# - `issues` and `issue_comment` events on pull requests (the issue has a `pull_request` key)
+#   are Ignored.
 # - Bots never start a run: a sender whose `type` is `Bot`, whose login ends in `[bot]`, or who
 #   is the app itself (invariant 6). Bots other than the app *may* cancel: a bot closing the
 #   issue or removing the label makes the work moot. The app's own `issues` events never
-#   cancel, so that its housekeeping can never stop its own run.
+#   cancel, so that its housekeeping can never stop its own run. No bot's comment is a
+#   command, the app's own included.
 # - Review and push events are routed whoever sent them (a bot's review, the app's own push):
 #   the review gate re-reads the PR and decides which approvals count.
-# - Labels are compared case-insensitively, as GitHub treats label names.
+# - Labels are compared case-insensitively, as GitHub treats label names. `LABEL` is the
+#   policy's `trigger.label`; `LABEL:BRANCH` asks for a run on BRANCH (checked by the worker).
 #
 # Nothing here authorises anyone: the payload says who acted, not what they may do. The worker
 # checks the labeller's permission through the API before a run starts (invariant 6), and the
@@ -35,10 +40,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from frognano.app import payload_fields as fields
+from frognano.app.commands import label_base, parse_command
 from frognano.app.webhooks import Delivery
 from frognano.github.models import is_bot
 
@@ -68,6 +74,10 @@ class RunRequest:
     labeller_id: int | None = None
     """`sender.id`: credits the labeller in the commit's Co-authored-by trailer by account,
     which survives a rename."""
+    retry: bool = False
+    """`/frognano retry`: a branch a human pushed to is passed over (`-2`, `-3`, ...)."""
+    base: str | None = None
+    """The branch a writer picked (`frognano:BRANCH`, `base=BRANCH`); None: the default one."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,23 @@ class CancelRequest:
     delivery_id: str
     reason: str
     """For the status comment, e.g. "the issue was closed by @bob"."""
+
+
+@dataclass(frozen=True)
+class CommandRequest:
+    """An issue comment starting with the policy's command, by someone not yet authorised."""
+
+    issue: IssueRef
+    delivery_id: str
+    commenter: str
+    commenter_id: int | None
+    comment_id: int
+    words: tuple[str, ...]
+    """What follows the command on its first line; untrusted, like title and body."""
+    label: str
+    """The policy's trigger label, for a run the command starts."""
+    title: str
+    body: str
 
 
 @dataclass(frozen=True)
@@ -109,7 +136,7 @@ class Ignored:
     reason: str
 
 
-Decision = RunRequest | CancelRequest | ReviewGateCheck | DropTokens | Ignored
+Decision = RunRequest | CancelRequest | CommandRequest | ReviewGateCheck | DropTokens | Ignored
 
 
 @dataclass(frozen=True)
@@ -119,6 +146,7 @@ class Lookups:
     label_for: Callable[[str], str | None]
     app_login: str | None
     branch_prefix_for: Callable[[str], str]
+    command_for: Callable[[str], str]
 
 
 Handler = Callable[[Delivery, int, Lookups], Decision]
@@ -200,22 +228,25 @@ def decide(
     label_for: Callable[[str], str | None],
     app_login: str | None,
     branch_prefix_for: Callable[[str], str],
+    command_for: Callable[[str], str],
 ) -> Decision:
     """Route `delivery` through `ROUTER`.
 
     `label_for(repo)` is the policy's trigger label for `owner/name`, or None where the policy
     disables the app. `app_login` is the app's bot login (`<slug>[bot]`) when known.
     `branch_prefix_for(repo)` is the prefix of the branches the app pushes its PRs from.
+    `command_for(repo)` is the word an issue comment starts with to command the app.
     Each callback is asked only when the rule needs it; their exceptions propagate. Nothing
     in the payload makes `decide` raise: a field it needs that is missing or mistyped gives
     `Ignored` naming the field.
     """
-    lookups = Lookups(label_for=label_for, app_login=app_login, branch_prefix_for=branch_prefix_for)
+    lookups = Lookups(
+        label_for=label_for,
+        app_login=app_login,
+        branch_prefix_for=branch_prefix_for,
+        command_for=command_for,
+    )
     return ROUTER.route(delivery, lookups)
-
-
-class _Missing(Exception):
-    """A field the routing needs is absent or has the wrong type."""
 
 
 @ROUTER.register("issues", "labeled", "unlabeled", "closed")
@@ -224,11 +255,11 @@ def _issues(  # noqa: PLR0911 - one return per rule
 ) -> Decision:
     payload, action = delivery.payload, delivery.action
     try:
-        repo, repo_id = _repository(payload)
-        issue = _object(payload, "issue")
-        number = _int(issue, "number", "issue.number")
-        sender, bot = _sender(payload, lookups.app_login)
-    except _Missing as exc:
+        repo, repo_id = fields.repository(payload)
+        issue = fields.obj(payload, "issue")
+        number = fields.integer(issue, "number", "issue.number")
+        sender, bot = fields.sender(payload, lookups.app_login)
+    except fields.Missing as exc:
         return Ignored(f"issues.{action}: {exc}")
     if "pull_request" in issue:
         return Ignored(f"#{number} in {repo} is a pull request, not an issue")
@@ -242,10 +273,11 @@ def _issues(  # noqa: PLR0911 - one return per rule
     if wanted is None:
         return Ignored(f"the policy disables FrogNano for {repo}")
     try:
-        label = _string(_object(payload, "label"), "name", "label.name")
-    except _Missing as exc:
+        label = fields.string(fields.obj(payload, "label"), "name", "label.name")
+    except fields.Missing as exc:
         return Ignored(f"issues.{action}: {exc}")
-    if label.casefold() != wanted.casefold():
+    base = label_base(label, wanted)
+    if base is None:
         return Ignored(f"the label {label!r} is not the trigger label {wanted!r}")
     if action == "unlabeled":
         if bot == "self":
@@ -257,25 +289,62 @@ def _issues(  # noqa: PLR0911 - one return per rule
     if issue.get("state") == "closed":
         return Ignored(f"{repo}#{number} is closed")
     try:
-        title = _string(issue, "title", "issue.title")
-    except _Missing as exc:
+        title = fields.string(issue, "title", "issue.title")
+    except fields.Missing as exc:
         return Ignored(f"issues.labeled: {exc}")
-    body = issue.get("body")
     return RunRequest(
         issue=ref,
         delivery_id=delivery.id,
         labeller=sender,
         label=label,
         title=title,
-        body=body if isinstance(body, str) else "",
-        labeller_id=_sender_id(payload),
+        body=fields.text(issue, "body"),
+        labeller_id=fields.sender_id(payload),
+        base=base or None,
     )
 
 
-def _sender_id(payload: dict[str, Any]) -> int | None:
-    sender = payload.get("sender")
-    value = sender.get("id") if isinstance(sender, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+@ROUTER.register("issue_comment", "created")
+def _issue_comment(  # noqa: PLR0911 - one return per rule
+    delivery: Delivery, installation_id: int, lookups: Lookups
+) -> Decision:
+    payload = delivery.payload
+    try:
+        repo, repo_id = fields.repository(payload)
+        issue = fields.obj(payload, "issue")
+        number = fields.integer(issue, "number", "issue.number")
+        comment = fields.obj(payload, "comment")
+        comment_id = fields.integer(comment, "id", "comment.id")
+        sender, bot = fields.sender(payload, lookups.app_login)
+        title = fields.string(issue, "title", "issue.title")
+    except fields.Missing as exc:
+        return Ignored(f"issue_comment.created: {exc}")
+    if "pull_request" in issue:
+        return Ignored(f"#{number} in {repo} is a pull request, not an issue")
+    label = lookups.label_for(repo)
+    if label is None:
+        return Ignored(f"the policy disables FrogNano for {repo}")
+    command = lookups.command_for(repo)
+    words = parse_command(fields.text(comment, "body"), command)
+    if words is None:
+        return Ignored(f"the comment does not start with the command {command}")
+    if bot == "self":
+        return Ignored(f"the comment on {repo}#{number} is this app's own")
+    if bot is not None:
+        return Ignored(f"@{sender} is a bot; bots never command FrogNano")
+    if issue.get("state") == "closed":
+        return Ignored(f"{repo}#{number} is closed")
+    return CommandRequest(
+        issue=IssueRef(installation_id=installation_id, repo=repo, repo_id=repo_id, number=number),
+        delivery_id=delivery.id,
+        commenter=sender,
+        commenter_id=fields.sender_id(payload),
+        comment_id=comment_id,
+        words=words,
+        label=label,
+        title=title,
+        body=fields.text(issue, "body"),
+    )
 
 
 @ROUTER.register("pull_request_review", "submitted", "dismissed")
@@ -288,15 +357,15 @@ def _pull_request(  # noqa: PLR0911 - one return per rule
     what = f"{delivery.event}.{delivery.action}"
     payload = delivery.payload
     try:
-        repo, repo_id = _repository(payload)
-        pull = _object(payload, "pull_request")
-        number = _int(pull, "number", "pull_request.number")
-        head = _object(pull, "head", "pull_request.head")
-        ref = _string(head, "ref", "pull_request.head.ref")
-        sha = _string(head, "sha", "pull_request.head.sha")
-        author = _object(pull, "user", "pull_request.user")
-        author_login = _string(author, "login", "pull_request.user.login")
-    except _Missing as exc:
+        repo, repo_id = fields.repository(payload)
+        pull = fields.obj(payload, "pull_request")
+        number = fields.integer(pull, "number", "pull_request.number")
+        head = fields.obj(pull, "head", "pull_request.head")
+        ref = fields.string(head, "ref", "pull_request.head.ref")
+        sha = fields.string(head, "sha", "pull_request.head.sha")
+        author = fields.obj(pull, "user", "pull_request.user")
+        author_login = fields.string(author, "login", "pull_request.user.login")
+    except fields.Missing as exc:
         return Ignored(f"{what}: {exc}")
     pr = f"{repo}#{number}"
     prefix = lookups.branch_prefix_for(repo)
@@ -328,41 +397,3 @@ def _pull_request(  # noqa: PLR0911 - one return per rule
 def _installation(delivery: Delivery, installation_id: int, lookups: Lookups) -> Decision:
     del lookups
     return DropTokens(installation_id=installation_id, delivery_id=delivery.id)
-
-
-def _repository(payload: Mapping[str, Any]) -> tuple[str, int]:
-    repository = _object(payload, "repository")
-    full_name = _string(repository, "full_name", "repository.full_name")
-    if full_name.count("/") != 1 or full_name.startswith("/") or full_name.endswith("/"):
-        raise _Missing(f"repository.full_name {full_name!r} is not owner/name")
-    return full_name, _int(repository, "id", "repository.id")
-
-
-def _sender(payload: Mapping[str, Any], app_login: str | None) -> tuple[str, str | None]:
-    """The sender's login and whether it is a bot: None (a person), "bot" or "self"."""
-    sender = _object(payload, "sender")
-    login = _string(sender, "login", "sender.login")
-    if app_login is not None and login.casefold() == app_login.casefold():
-        return login, "self"
-    return login, "bot" if is_bot(login, sender.get("type")) else None
-
-
-def _object(parent: Mapping[str, Any], key: str, name: str | None = None) -> dict[str, Any]:
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        raise _Missing(f"the payload has no {name or key} object")
-    return value
-
-
-def _string(parent: Mapping[str, Any], key: str, name: str) -> str:
-    value = parent.get(key)
-    if not isinstance(value, str) or not value:
-        raise _Missing(f"the payload has no {name} string")
-    return value
-
-
-def _int(parent: Mapping[str, Any], key: str, name: str) -> int:
-    value = parent.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _Missing(f"the payload has no {name} integer")
-    return value

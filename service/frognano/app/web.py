@@ -51,6 +51,7 @@ from frognano.app.intake import IntakeQueue
 from frognano.app.jobs import ReplyBody, submission_reply
 from frognano.app.triggers import (
     CancelRequest,
+    CommandRequest,
     Decision,
     DropTokens,
     Ignored,
@@ -91,6 +92,7 @@ REDIS_TIMEOUT = 2.0
 DECISION_NAMES: dict[type, str] = {
     RunRequest: "run",
     CancelRequest: "cancel",
+    CommandRequest: "command",
     ReviewGateCheck: "review_gate",
     DropTokens: "drop_tokens",
     Ignored: "ignored",
@@ -135,7 +137,10 @@ class _Intake:
             code, {"status": "rejected", "reason": reason}, event=event, decision="rejected"
         )
 
-    def policy_lookups(self) -> tuple[Callable[[str], str | None], Callable[[str], str]]:
+    def policy_lookups(
+        self,
+    ) -> tuple[Callable[[str], str | None], Callable[[str], str], Callable[[str], str]]:
+        """`label_for`, `branch_prefix_for` and `command_for` (see triggers.decide)."""
         current = self.policies.current  # one snapshot per delivery, even if a reload lands
         if self._resolved[0] is not current:
             # A PolicySet never changes; a reload replaces it, and so empties the cache.
@@ -157,7 +162,10 @@ class _Intake:
         def branch_prefix_for(repo: str) -> str:
             return policy(repo).publish.branch_prefix
 
-        return label_for, branch_prefix_for
+        def command_for(repo: str) -> str:
+            return policy(repo).trigger.command
+
+        return label_for, branch_prefix_for, command_for
 
     async def _body(
         self, request: Request, claimed_id: str | None, claimed_event: str | None
@@ -230,7 +238,7 @@ class _Intake:
             "github_event": delivery.event,
             "action": delivery.action,
         }
-        label_for, branch_prefix_for = self.policy_lookups()
+        label_for, branch_prefix_for, command_for = self.policy_lookups()
         try:
             decision: Decision = decide(
                 delivery,
@@ -238,6 +246,7 @@ class _Intake:
                 # The receiver calls no GitHub API, so it does not know the app's login.
                 app_login=None,
                 branch_prefix_for=branch_prefix_for,
+                command_for=command_for,
             )
         except (ConfigError, ValueError) as exc:
             # A rule combination that breaks a cross-key check for this repository, or a

@@ -3,7 +3,8 @@
 # `build_worker` is the one place the worker's clients are made (the GitHub App, the policy
 # store, the Redis client of the intake queue, the metrics), once per process; every job finds
 # them in `ctx["deps"]`. The jobs here are what arq calls: each reads its `request` argument
-# with jobs.from_job and hands the typed value on (run_issue.run_issue, review_gate.review_gate).
+# with jobs.from_job and hands the typed value on (run_issue.run_issue, command_job.run_command,
+# review_gate.review_gate).
 #
 # A run job writes a heartbeat (`IntakeQueue.alive_key`, every `heartbeat_seconds`,
 # expiring after `heartbeat_ttl`) while it runs. A worker that is killed stops beating; the
@@ -26,7 +27,9 @@ from arq.worker import Function, Worker, func
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 from redis.asyncio import Redis
 
+from frognano.app.command_job import run_command
 from frognano.app.intake import (
+    COMMAND_JOB,
     DEFAULT_KEY_PREFIX,
     DROP_TOKENS_JOB,
     REVIEW_JOB,
@@ -34,6 +37,7 @@ from frognano.app.intake import (
     IntakeQueue,
 )
 from frognano.app.jobs import (
+    CommandJobData,
     DropTokensJobData,
     ReviewJobData,
     RunJobData,
@@ -43,7 +47,7 @@ from frognano.app.jobs import (
 )
 from frognano.app.review_gate import review_gate
 from frognano.app.run_issue import RUN_MAX_TRIES, RunDeps, run_issue
-from frognano.app.triggers import DropTokens, ReviewGateCheck, RunRequest
+from frognano.app.triggers import CommandRequest, DropTokens, ReviewGateCheck, RunRequest
 from frognano.errors import FrogNanoError
 from frognano.github.auth import GitHubApp
 from frognano.github.retry import Transport
@@ -57,6 +61,7 @@ __all__ = [
     "WorkerDeps",
     "arq_worker",
     "build_worker",
+    "command_job",
     "drop_tokens_job",
     "functions",
     "recover_orphans",
@@ -95,6 +100,12 @@ async def run_issue_job(ctx: dict[str, Any], *, run_id: str, request: RunJobData
         return await run_issue(deps, run, run_id=run_id, attempt=int(ctx.get("job_try", 1)))
 
 
+async def command_job(ctx: dict[str, Any], *, request: CommandJobData) -> str:
+    """arq job COMMAND_JOB: a `/frognano` comment, once its author's permission is checked."""
+    deps: WorkerDeps = ctx["deps"]
+    return await run_command(deps, from_job(CommandRequest, request))
+
+
 async def review_gate_job(ctx: dict[str, Any], *, request: ReviewJobData) -> str:
     """arq job REVIEW_JOB: decide the human-review check. Returns its conclusion."""
     deps: WorkerDeps = ctx["deps"]
@@ -111,6 +122,7 @@ async def drop_tokens_job(ctx: dict[str, Any], *, request: DropTokensJobData) ->
 def functions() -> list[Function]:
     return [
         func(run_issue_job, name=RUN_JOB, timeout=JOB_TIMEOUT_SECONDS, max_tries=RUN_MAX_TRIES),
+        func(command_job, name=COMMAND_JOB, timeout=300, max_tries=5),
         func(review_gate_job, name=REVIEW_JOB, timeout=300, max_tries=5),
         func(drop_tokens_job, name=DROP_TOKENS_JOB, timeout=60, max_tries=3),
     ]
@@ -350,8 +362,8 @@ def build_worker(
         queue=queue,
         runs=Counter(
             "frognano_worker_runs",
-            "Run jobs by how they ended (published, no_pull_request, unauthorised, cancelled, "
-            "disabled, waiting for a sandbox, error).",
+            "Run jobs by how they ended (published, no_pull_request, unauthorised, refused "
+            "(the base branch), cancelled, disabled, waiting for a sandbox, error).",
             ["result"],
             registry=where,
         ),

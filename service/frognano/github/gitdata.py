@@ -127,8 +127,16 @@ class GitDataOps(ClientCore):
             return None
         return str(ref["object"]["sha"])
 
-    async def _check_only_app_commits(self, branch: str, head: str, app_login: str) -> None:
+    async def branch_sha(self, branch: str) -> str | None:
+        """The head commit of `branch`, or None when the repository has no such branch."""
+        return await self._branch_sha(branch)
+
+    async def _check_only_app_commits(
+        self, branch: str, head: str, app_login: str, base: str | None
+    ) -> None:
         default, default_sha = await self.default_branch()
+        if base is not None and base != default:
+            default, default_sha = base, await self._branch_sha(base) or default_sha
         compare = await self._data(
             "GET",
             f"/compare/{default_sha}...{head}",
@@ -156,11 +164,16 @@ class GitDataOps(ClientCore):
             )
 
     async def upsert_branch(
-        self, branch: str, commit_sha: str, *, app_login: str | None = None
+        self,
+        branch: str,
+        commit_sha: str,
+        *,
+        app_login: str | None = None,
+        base: str | None = None,
     ) -> Literal["created", "moved", "unchanged"]:
         """Point `refs/heads/<branch>` at `commit_sha`: create it, leave it, or force-move it
-        when every commit on it since its merge base with the default branch is by
-        `app_login` (default: the client's); else raise BranchConflict."""
+        when every commit on it since its merge base with the default branch (or `base`) is
+        by `app_login` (default: the client's); else raise BranchConflict."""
         login = app_login or self.app_login
         if login is None:
             raise ValueError("upsert_branch needs app_login to recognise the app's commits")
@@ -186,7 +199,7 @@ class GitDataOps(ClientCore):
                 return "created"
         if current == commit_sha:
             return "unchanged"
-        await self._check_only_app_commits(branch, current, login)
+        await self._check_only_app_commits(branch, current, login, base)
         await self._request(
             "PATCH",
             f"/git/refs/heads/{urllib.parse.quote(branch)}",

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from frognano.policy.paths import check_repo_path
+from frognano.policy.paths import check_glob, check_repo_path
 
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Require = Literal["all_pass", "fail_to_pass", "no_regressions", "none"]
@@ -81,6 +81,18 @@ def _distinct(paths: list[str]) -> list[str]:
 RepoPath = Annotated[str, AfterValidator(_repo_path)]
 
 
+def _branch_glob(pattern: str) -> str:
+    problem = check_glob(pattern)
+    if problem is None and (".." in pattern or any(c.isspace() or c in "~^:\\" for c in pattern)):
+        problem = f"{pattern!r} cannot match a branch name (no '..', white space, ~ ^ : or \\)"
+    if problem is not None:
+        raise ValueError(problem.replace("path pattern", "branch pattern"))
+    return pattern
+
+
+BranchGlob = Annotated[str, AfterValidator(_branch_glob)]
+
+
 class _Section(BaseModel):
     # Unknown keys are errors: a typo must never silently fall back to a default.
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -92,7 +104,9 @@ class TriggerPolicy(_Section):
     label: str = Field(default="frognano", min_length=1, max_length=50)
     """The issue label that starts a run."""
     min_permission: Permission = "write"
-    """The labeller's least permission on the repository."""
+    """The labeller's (or commenter's) least permission on the repository."""
+    command: str = Field(default="/frognano", pattern=r"^/[A-Za-z0-9][A-Za-z0-9_.-]{0,48}$")
+    """The word an issue comment starts with to command the App (`/frognano stop`)."""
 
 
 class AgentPolicy(_Section):
@@ -198,6 +212,9 @@ class PublishPolicy(_Section):
     team_reviewers: list[str] = Field(default_factory=list)
     link: Literal["refs", "fixes"] = "refs"
     """`Refs #N` leaves the issue open on merge; `Fixes #N` closes it."""
+    base_branches: list[BranchGlob] = Field(default_factory=list)
+    """Branches a writer may ask a run to start from and its pull request to target, besides
+    the default branch (globs: `release/*`); empty: the default branch only."""
 
 
 class EffectivePolicy(_Section):

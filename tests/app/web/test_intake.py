@@ -28,7 +28,14 @@ from frognano.app.intake import (
     serialize,
 )
 from frognano.app.jobs import from_job, to_job
-from frognano.app.triggers import CancelRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.triggers import (
+    CancelRequest,
+    CommandRequest,
+    DropTokens,
+    IssueRef,
+    ReviewGateCheck,
+    RunRequest,
+)
 from frognano.app.worker import arq_worker
 from tests.app.web.conftest import REDIS_URL, Space, free_port
 
@@ -119,6 +126,8 @@ async def test_a_worker_runs_the_job_with_plain_json_arguments(space: Space) -> 
                 "title": "Title",
                 "body": "Body",
                 "labeller_id": None,
+                "retry": False,
+                "base": None,
             },
             "try": 1,
         }
@@ -403,3 +412,29 @@ async def test_a_waiting_event_is_requeued_once_as_its_own_run(space: Space) -> 
     job = await space.redis.get(f"arq:job:{alice.job_id}")
     assert job is not None
     assert deserialize(job)["k"]["request"] == to_job(waiting[0].request)
+
+
+async def test_a_command_is_one_job_and_its_retry_or_stop_is_acted_on_once(space: Space) -> None:
+    queue = make_queue(space)
+    command = CommandRequest(issue(space), "c-1", "alice", 5, 77, ("retry",), "frognano", "T", "B")
+    queued = await queue.submit(command)
+    assert (queued.status, queued.job_id) == ("queued", f"command:{space.ident}:7:c-1")
+    assert (await queue.submit(command)).status == "duplicate"
+    job = await space.redis.get(f"arq:job:{queued.job_id}")
+    assert job is not None
+    assert deserialize(job)["k"] == {"request": to_job(command)}
+    # The worker's retry: a run, once per command, never waiting behind another run.
+    retry = dataclasses.replace(run_request(space, "c-1"), retry=True)
+    started = await queue.retry_run(retry)
+    assert started.status == "queued"
+    assert (await queue.retry_run(retry)).status == "duplicate"
+    busy = await queue.retry_run(dataclasses.replace(retry, delivery_id="c-2"))
+    assert (busy.status, busy.job_id) == ("already_running", started.job_id)
+    assert started.run_id is not None
+    assert await queue.take_waiting(space.ident, 7, started.run_id) == []
+    # The worker's stop: under the command's own key, not the delivery's (the job has that).
+    stop = cancel_request(space, "c-3")
+    assert (await queue.cancel(stop, command=True)).status == "cancelled"
+    assert (await queue.cancel(stop, command=True)).status == "duplicate"
+    assert await queue.cancel_reason(started.run_id) == stop.reason
+    assert (await queue.cancel(stop)).status == "cancelled"  # the delivery key was not taken

@@ -610,6 +610,58 @@ def issues_closed(
     return _ordered(payload)
 
 
+def comment(
+    body: str, *, id: int = 2_100_000_001, author: Payload | None = None, number: int = 42,
+    repo: str = "acme/widgets",
+) -> Payload:  # fmt: skip
+    """An issue comment, as in `issue_comment` events."""
+    api = f"{API}/repos/{repo}/issues"
+    return {
+        "url": f"{api}/comments/{id}",
+        "html_url": f"{WEB}/{repo}/issues/{number}#issuecomment-{id}",
+        "issue_url": f"{api}/{number}",
+        "id": id,
+        "node_id": f"IC_kwDOK{id:010d}",
+        "user": author if author is not None else user(),
+        "created_at": UPDATED,
+        "updated_at": UPDATED,
+        "author_association": "MEMBER",
+        "body": body,
+        "reactions": {
+            "url": f"{api}/comments/{id}/reactions",
+            "total_count": 0,
+            "+1": 0,
+            "-1": 0,
+            "laugh": 0,
+            "hooray": 0,
+            "confused": 0,
+            "heart": 0,
+            "rocket": 0,
+            "eyes": 0,
+        },
+        "performed_via_github_app": None,
+    }
+
+
+def issue_comment(
+    body: str = "/frognano retry",
+    *,
+    sender: Payload | None = None,
+    the_issue: Payload | None = None,
+    repo: Payload | None = None,
+    comment_id: int = 2_100_000_001,
+) -> Payload:
+    """`issue_comment` / `created`: `sender` commented `body` on the issue."""
+    payload = _envelope("created", sender, repo)
+    target = the_issue if the_issue is not None else issue()
+    payload["issue"] = target
+    full_name = payload["repository"]["full_name"]
+    payload["comment"] = comment(
+        body, id=comment_id, author=payload["sender"], number=target["number"], repo=full_name
+    )
+    return _ordered(payload)
+
+
 def pull_request_review(
     action: str = "submitted",
     *,
@@ -708,7 +760,10 @@ def watch_started(*, sender: Payload | None = None) -> Payload:
     return _ordered(_envelope("started", sender, None))
 
 
-_ORDER = ("action", "number", "before", "after", "issue", "label", "review", "pull_request")
+_ORDER = (
+    "action", "number", "before", "after", "issue", "comment", "label", "review",
+    "pull_request",
+)  # fmt: skip
 
 
 def _ordered(payload: Payload) -> Payload:

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from frognano.app.commands import label_base, word_base
 from frognano.app.triggers import (
     ROUTER,
     CancelRequest,
+    CommandRequest,
     Decision,
     DropTokens,
     Ignored,
@@ -39,6 +41,7 @@ def route(
     label: str | None = "frognano",
     app_login: str | None = gh.APP_LOGIN,
     prefix: str = gh.BRANCH_PREFIX,
+    command: str = "/frognano",
     validated: bool = True,
     asked: list[tuple[str, str]] | None = None,
 ) -> Decision:
@@ -56,8 +59,17 @@ def route(
             asked.append(("branch_prefix_for", repo))
         return prefix
 
+    def command_for(repo: str) -> str:
+        if asked is not None:
+            asked.append(("command_for", repo))
+        return command
+
     return decide(
-        delivery, label_for=label_for, app_login=app_login, branch_prefix_for=branch_prefix_for
+        delivery,
+        label_for=label_for,
+        app_login=app_login,
+        branch_prefix_for=branch_prefix_for,
+        command_for=command_for,
     )
 
 
@@ -86,7 +98,11 @@ def test_an_event_that_is_not_used_is_ignored_by_name() -> None:
 def test_actions_that_are_not_used_are_ignored_by_name(event: str, action: str) -> None:
     delivery = Delivery(DELIVERY, event, action, {}, gh.INSTALLATION_ID)
     decision = decide(
-        delivery, label_for=lambda _: "frognano", app_login=None, branch_prefix_for=lambda _: "x"
+        delivery,
+        label_for=lambda _: "frognano",
+        app_login=None,
+        branch_prefix_for=lambda _: "x",
+        command_for=lambda _: "/frognano",
     )
     assert decision == Ignored(f"{event}.{action} is not used")
 
@@ -382,6 +398,7 @@ def test_an_installation_event_from_a_bot_still_drops_tokens() -> None:
 WITHOUT_INSTALLATION = {
     "issues.labeled": ("issues", gh.issues_labeled()),
     "issues.closed": ("issues", gh.issues_closed()),
+    "issue_comment": ("issue_comment", gh.issue_comment()),
     "review": ("pull_request_review", gh.pull_request_review()),
     "synchronize": ("pull_request", gh.pull_request_event()),
 }
@@ -402,17 +419,119 @@ def test_an_installation_event_without_its_installation_id_is_ignored() -> None:
     ignored(route("installation", payload, validated=False), "no installation")
 
 
+# --- commands on the issue -----------------------------------------------------------------
+
+
+def test_a_comment_starting_with_the_command_is_a_command_request() -> None:
+    body = "/frognano retry\n\nThe first run timed out."
+    decision = route("issue_comment", gh.issue_comment(body, sender=gh.user("alice")))
+    assert decision == CommandRequest(
+        issue=ISSUE,
+        delivery_id=DELIVERY,
+        commenter="alice",
+        commenter_id=gh.user("alice")["id"],
+        comment_id=2_100_000_001,
+        words=("retry",),
+        label="frognano",
+        title="Widget.render crashes on an empty list",
+        body="Steps:\n\n1. `Widget([]).render()`\n2. IndexError\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("/frognano stop", ("stop",)),
+        ("  \n/FrogNano   Stop  now\nmore", ("Stop", "now")),
+        ("/frognano", ()),
+        ("/bot retry", None),
+        ("/frognanox stop", None),
+        ("please /frognano stop", None),
+        ("", None),
+    ],
+)
+def test_only_a_comment_that_starts_with_the_command_word_counts(
+    body: str, words: tuple[str, ...] | None
+) -> None:
+    decision = route("issue_comment", gh.issue_comment(body))
+    if words is None:
+        ignored(decision, "does not start with the command /frognano")
+    else:
+        assert isinstance(decision, CommandRequest)
+        assert decision.words == words
+
+
+def test_the_command_word_is_the_policys() -> None:
+    asked: list[tuple[str, str]] = []
+    decision = route("issue_comment", gh.issue_comment("/bot stop"), command="/bot", asked=asked)
+    assert isinstance(decision, CommandRequest)
+    assert ("command_for", REPO) in asked
+    ignored(route("issue_comment", gh.issue_comment("/frognano stop"), command="/bot"), "/bot")
+
+
+@pytest.mark.parametrize("sender", [gh.bot("renovate"), gh.user("ci[bot]", id=5), gh.app_bot()])
+def test_no_bot_comment_is_a_command(sender: dict[str, Any]) -> None:
+    payload = gh.issue_comment("/frognano retry", sender=sender)
+    own = sender["login"] == gh.APP_LOGIN
+    ignored(route("issue_comment", payload), "own" if own else "bot")
+    # The app's own comments are a bot's even when its login is not known.
+    ignored(route("issue_comment", payload, app_login=None), "bot")
+
+
+def test_a_command_on_a_pull_request_a_closed_or_disabled_issue_is_ignored() -> None:
+    on_pull = gh.issue_comment(the_issue=gh.issue(pull_request=True))
+    ignored(route("issue_comment", on_pull), "is a pull request")
+    ignored(route("issue_comment", gh.issue_comment(the_issue=gh.issue(state="closed"))), "closed")
+    ignored(route("issue_comment", gh.issue_comment(), label=None), "disables")
+
+
+# --- picking the base branch ----------------------------------------------------------------
+
+
+def test_the_label_with_a_branch_asks_for_a_run_on_that_base() -> None:
+    decision = route("issues", gh.issues_labeled(name="FrogNano:release/1.2"))
+    assert isinstance(decision, RunRequest)
+    assert (decision.label, decision.base) == ("FrogNano:release/1.2", "release/1.2")
+    assert route("issues", gh.issues_labeled()).base is None  # type: ignore[union-attr]
+    removed = route("issues", gh.issues_unlabeled(name="frognano:release/1.2"))
+    assert isinstance(removed, CancelRequest)
+    for other in ("frognano:", "frognanox:main", "other:main"):
+        ignored(route("issues", gh.issues_labeled(name=other)), "is not the trigger label")
+
+
+@pytest.mark.parametrize(
+    ("words", "base"),
+    [
+        (("base=release/1.2",), "release/1.2"),
+        (("retry", "BASE=hotfix/x"), "hotfix/x"),
+        (("retry",), None),
+        (("base=",), None),
+        ((), None),
+    ],
+)
+def test_a_base_word_names_the_branch(words: tuple[str, ...], base: str | None) -> None:
+    assert word_base(words) == base
+
+
+def test_a_label_base_is_the_part_after_the_trigger_label() -> None:
+    assert label_base("frognano", "FrogNano") == ""
+    assert label_base("FROGNANO:a:b", "frognano") == "a:b"
+    assert label_base("frognano:", "frognano") is None
+    assert label_base("bug", "frognano") is None
+
+
 # --- robustness: decide never raises, whatever a signed payload lacks ----------------------
 
 EVERY_ROUTED = {
     "labeled": ("issues", gh.issues_labeled()),
     "unlabeled": ("issues", gh.issues_unlabeled()),
     "closed": ("issues", gh.issues_closed()),
+    "comment": ("issue_comment", gh.issue_comment()),
     "review": ("pull_request_review", gh.pull_request_review()),
     "synchronize": ("pull_request", gh.pull_request_event()),
     "installation": ("installation", gh.installation_event()),
 }
-NESTED = ["repository", "sender", "issue", "label", "pull_request"]
+NESTED = ["repository", "sender", "issue", "comment", "label", "pull_request"]
 CORRUPTIONS: list[object] = [None, "x", 0, True, [], {}]
 
 
@@ -456,9 +575,11 @@ def test_decide_never_raises_on_a_payload_missing_or_mistyping_a_field(
             label_for=lambda _: "frognano",
             app_login=gh.APP_LOGIN,
             branch_prefix_for=lambda _: gh.BRANCH_PREFIX,
+            command_for=lambda _: "/frognano",
         )
         assert isinstance(
-            decision, RunRequest | CancelRequest | ReviewGateCheck | DropTokens | Ignored
+            decision,
+            RunRequest | CancelRequest | CommandRequest | ReviewGateCheck | DropTokens | Ignored,
         ), what
 
 
@@ -484,6 +605,7 @@ ROUTES = {
     ("issues", "labeled"),
     ("issues", "unlabeled"),
     ("issues", "closed"),
+    ("issue_comment", "created"),
     ("pull_request_review", "submitted"),
     ("pull_request_review", "dismissed"),
     ("pull_request", "synchronize"),
@@ -501,7 +623,11 @@ def test_every_registered_route_reaches_its_handler() -> None:
         for action in [registered] if registered else [None, "created", "anything"]:
             delivery = Delivery(DELIVERY, event, action, {}, gh.INSTALLATION_ID)
             decision = decide(
-                delivery, label_for=lambda _: "frognano", app_login=None, branch_prefix_for=str
+                delivery,
+                label_for=lambda _: "frognano",
+                app_login=None,
+                branch_prefix_for=str,
+                command_for=str,
             )
             if isinstance(decision, Ignored):
                 assert "not used" not in decision.reason, (event, action)
@@ -525,7 +651,11 @@ def test_an_unregistered_event_or_action_is_ignored_by_name(
     for installation_id in (gh.INSTALLATION_ID, None):
         delivery = Delivery(DELIVERY, event, action, {}, installation_id)
         decision = decide(
-            delivery, label_for=lambda _: "frognano", app_login=None, branch_prefix_for=str
+            delivery,
+            label_for=lambda _: "frognano",
+            app_login=None,
+            branch_prefix_for=str,
+            command_for=str,
         )
         assert decision == Ignored(reason)
 
@@ -534,19 +664,21 @@ def test_a_new_trigger_is_one_handler_and_one_registration() -> None:
     router = Router()
     seen: list[tuple[str | None, int]] = []
 
-    @router.register("issue_comment", "created")
+    @router.register("discussion_comment", "created")
     def comment(delivery: Delivery, installation_id: int, lookups: Lookups) -> Decision:
         del lookups
         seen.append((delivery.action, installation_id))
         return Ignored("handled")
 
-    lookups = Lookups(label_for=lambda _: None, app_login=None, branch_prefix_for=str)
-    created = Delivery(DELIVERY, "issue_comment", "created", {}, 9)
+    lookups = Lookups(
+        label_for=lambda _: None, app_login=None, branch_prefix_for=str, command_for=str
+    )
+    created = Delivery(DELIVERY, "discussion_comment", "created", {}, 9)
     assert router.route(created, lookups) == Ignored("handled")
     assert seen == [("created", 9)]
-    edited = Delivery(DELIVERY, "issue_comment", "edited", {}, 9)
-    assert router.route(edited, lookups) == Ignored("issue_comment.edited is not used")
-    unowned = Delivery(DELIVERY, "issue_comment", "created", {}, None)
+    edited = Delivery(DELIVERY, "discussion_comment", "edited", {}, 9)
+    assert router.route(edited, lookups) == Ignored("discussion_comment.edited is not used")
+    unowned = Delivery(DELIVERY, "discussion_comment", "created", {}, None)
     ignored(router.route(unowned, lookups), "no installation")
     assert seen == [("created", 9)]
 

@@ -365,6 +365,7 @@ BUILDERS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
         for action in ("added", "removed")
     },
     "watch.started": ("watch", payloads.watch_started),
+    "issue_comment.created": ("issue_comment", payloads.issue_comment),
 }
 
 

@@ -112,7 +112,13 @@ class _Apps(_Repos):
             "created_at": self._created,
             "updated_at": self._created,
             "permissions": dict(self.app_permissions),
-            "events": ["issues", "pull_request", "pull_request_review", "check_run"],
+            "events": [
+                "issues",
+                "issue_comment",
+                "pull_request",
+                "pull_request_review",
+                "check_run",
+            ],
             "installations_count": len(self._installations),
         }
 
@@ -131,7 +137,13 @@ class _Apps(_Repos):
             "target_id": account["id"],
             "target_type": account["type"],
             "permissions": dict(self.app_permissions),
-            "events": ["issues", "pull_request", "pull_request_review", "check_run"],
+            "events": [
+                "issues",
+                "issue_comment",
+                "pull_request",
+                "pull_request_review",
+                "check_run",
+            ],
             "created_at": inst["created_at"],
             "updated_at": inst["created_at"],
             "single_file_name": None,

@@ -38,6 +38,7 @@ EVENTS: list[tuple[str, str | None]] = [
     ("issues", "labeled"),
     ("issues", "unlabeled"),
     ("issues", "closed"),
+    ("issue_comment", "created"),
     ("pull_request_review", "submitted"),
     ("pull_request_review", "dismissed"),
     ("pull_request", "synchronize"),
