@@ -378,15 +378,18 @@ async def test_a_writer_whose_command_cannot_be_served_gets_one_reply(world: Wor
     assert world.deps.runs.labels(result="published")._value.get() == 1
     (status,) = [c for c in repo.comments(7) if c["body"].startswith(status_marker(7))]
     assert "/pull/" in status["body"]
-    replies = [c for c in repo.comments(7) if c is not status]
-    assert [reply["body"].split("\n", 1)[0] for reply in replies] == [
-        reply_marker(str(command.comment_id)) for command in (busy, unknown, nothing)
-    ]
-    assert "@bob A run is already queued or running on this issue" in replies[0]["body"]
-    assert "`/frognano stop`, before asking for another." in replies[0]["body"]
-    assert "knows `/frognano stop`" in replies[1]["body"]
-    assert "@eve" not in replies[1]["body"]  # the comment's words are not echoed
-    assert "no queued or running run here to stop" in replies[2]["body"]
+    # The command jobs run concurrently, so their replies come in any order: read them by
+    # the marker that names the comment each answers (one each, none for the outsider).
+    replies = {c["body"].split("\n", 1)[0]: c["body"] for c in repo.comments(7) if c is not status}
+    assert len(replies) == len(repo.comments(7)) - 1 == 3
+    busy_reply, unknown_reply, nothing_reply = (
+        replies[reply_marker(str(command.comment_id))] for command in (busy, unknown, nothing)
+    )
+    assert "@bob A run is already queued or running on this issue" in busy_reply
+    assert "`/frognano stop`, before asking for another." in busy_reply
+    assert "knows `/frognano stop`" in unknown_reply
+    assert "@eve" not in unknown_reply  # the comment's words are not echoed
+    assert "no queued or running run here to stop" in nothing_reply
 
 
 async def on_a_release_branch(world: World) -> str:

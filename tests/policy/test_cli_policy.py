@@ -125,7 +125,9 @@ def test_explain_shows_values_and_sources(runs: dict[str, Done]) -> None:
     assert "make test" in row("verify.command")
     assert "policies/50-acme.yaml:7 (repos[1] match 'acme/api')" in row("verify.command")
     assert "150" in row("agent.max_steps")
-    assert "policies/default.yaml:21 (defaults)" in row("agent.max_steps")
+    default = (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8").splitlines()
+    (line,) = [n for n, text in enumerate(default, 1) if text.strip().startswith("max_steps:")]
+    assert f"policies/default.yaml:{line} (defaults)" in row("agent.max_steps")
     assert '["frognano", "needs-human-review"]' in row("publish.labels")
     assert "built-in default" in row("enabled")
 

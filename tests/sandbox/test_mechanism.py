@@ -37,7 +37,9 @@ def test_root_prefers_unshare() -> None:
     assert choose_mechanism("auto") == "unshare"
 
 
-async def test_bwrap_as_root_refuses_unreachable_python(tmp_path: Path) -> None:
+async def test_bwrap_as_root_refuses_unreachable_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if os.geteuid() != 0:
         pytest.skip("only root drops privileges before bwrap")
     require_mechanism("bwrap")
@@ -45,13 +47,18 @@ async def test_bwrap_as_root_refuses_unreachable_python(tmp_path: Path) -> None:
     (hidden / "env" / "bin").mkdir(parents=True)
     (hidden / "env" / "bin" / "python").symlink_to(SYSTEM_PYTHON)
     hidden.chmod(0o700)
-    with pytest.raises(SandboxUnavailable, match=r"cannot reach .*private/env"):
-        await LocalSandbox.create(options_for("bwrap", python_env=hidden / "env"))
-    assert not [
-        p
-        for p in Path(tempfile.gettempdir()).glob("frognano-sandbox-*")
-        if p.stat().st_mtime > hidden.stat().st_mtime
-    ]
+    # A temporary folder of this test's own, so other tests' sandboxes (running at the same
+    # time) cannot look like a host folder this failed creation left behind.
+    own_tmp = Path(tempfile.mkdtemp(prefix="frognano-test-tmp-"))
+    own_tmp.chmod(0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
+    try:
+        with pytest.raises(SandboxUnavailable, match=r"cannot reach .*private/env"):
+            await LocalSandbox.create(options_for("bwrap", python_env=hidden / "env"))
+        assert not list(own_tmp.glob("frognano-sandbox-*"))
+    finally:
+        monkeypatch.undo()
+        shutil.rmtree(own_tmp, ignore_errors=True)
 
 
 @pytest.fixture
