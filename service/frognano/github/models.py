@@ -79,6 +79,28 @@ class Review:
 
 
 @dataclass(frozen=True)
+class ReviewComment:
+    """One line comment of a review (`RepoClient.review_comments`); untrusted text."""
+
+    path: str
+    line: int | None
+    """The line of the file it is on; None for a comment on a line the diff no longer has."""
+    diff_hunk: str
+    body: str
+
+
+@dataclass(frozen=True)
+class IssueText:
+    """An issue as a follow-up's context needs it (`RepoClient.issue`); untrusted text."""
+
+    number: int
+    title: str
+    body: str
+    """"" when GitHub sends null."""
+    state: str
+
+
+@dataclass(frozen=True)
 class PullState:
     """A pull request as the review gate re-reads it (`RepoClient.pull`)."""
 

@@ -1,4 +1,4 @@
-"""PullOps: find or open a pull request, its labels, reviewers, reviews, state and commits."""
+"""PullOps: open a pull request; its labels, reviewers, reviews, line comments, state, commits."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from frognano.github.models import (
     PullInfo,
     PullState,
     Review,
+    ReviewComment,
     truncate,
 )
 from frognano.log import get_logger
@@ -146,6 +147,22 @@ class PullOps(ClientCore):
                 )
             )
         return reviews
+
+    async def review_comments(self, number: int, review_id: int) -> list[ReviewComment]:
+        """The line comments of review `review_id` on pull request `number`, in order."""
+        items = await self._paginate(
+            f"/pulls/{number}/reviews/{review_id}/comments",
+            f"list the comments of review {review_id} on #{number}",
+        )
+        return [
+            ReviewComment(
+                path=str(item.get("path") or ""),
+                line=item.get("line") if isinstance(item.get("line"), int) else None,
+                diff_hunk=str(item.get("diff_hunk") or ""),
+                body=str(item.get("body") or ""),
+            )
+            for item in items
+        ]
 
     async def pull(self, number: int) -> PullState:
         """Pull request `number` as it is now: head commit, branch, author, state."""
