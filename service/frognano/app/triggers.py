@@ -9,11 +9,10 @@
 # | `issues.labeled` (`LABEL` or `LABEL:BRANCH`) by a human    | RunRequest        |
 # | `issues.unlabeled` of `LABEL` or `LABEL:BRANCH`            | CancelRequest     |
 # | `issues.closed`                                            | CancelRequest     |
-# | `issue_comment.created` starting with the policy's command | CommandRequest    |
-# |   (`/frognano stop`, `/frognano retry`), by a human        |                   |
-# | `pull_request_review.submitted` / `.dismissed`, on one of  | ReviewGateCheck   |
-# |   the app's PRs                                            |                   |
-# | `pull_request.synchronize` / `.reopened`, on an app PR     | ReviewGateCheck   |
+# | `issue_comment.created` starting with the command, by a    | CommandRequest    |
+# |   human, on an issue / on a pull request                   | / FollowUpRequest |
+# | `pull_request_review.submitted` / `.dismissed`, and        | ReviewGateCheck   |
+# |   `pull_request.synchronize` / `.reopened`, on an app PR   |                   |
 # | `installation.*`, `installation_repositories.*`            | DropTokens        |
 # | anything else                                              | Ignored (reason)  |
 #
@@ -21,8 +20,7 @@
 #
 # - An event that needs an installation (everything but `ping`) and has none came from a
 #   repository or organization webhook rather than the App's: Ignored.
-# - `issues` and `issue_comment` events on pull requests (the issue has a `pull_request` key)
-#   are Ignored.
+# - `issues` events on pull requests (the issue has a `pull_request` key) are Ignored.
 # - Bots never start a run: a sender whose `type` is `Bot`, whose login ends in `[bot]`, or who
 #   is the app itself (invariant 6). Bots other than the app *may* cancel: a bot closing the
 #   issue or removing the label makes the work moot. The app's own `issues` events never
@@ -34,9 +32,8 @@
 #   policy's `trigger.label`; `LABEL:BRANCH` asks for a run on BRANCH (checked by the worker).
 #
 # Nothing here authorises anyone: the payload says who acted, not what they may do. The worker
-# checks the labeller's permission through the API before a run starts (invariant 6), and the
-# review gate re-reads reviews and the head commit from the API, since deliveries can arrive
-# late or out of order.
+# checks permissions through the API (invariant 6), and the review gate re-reads reviews and
+# the head commit, since deliveries can arrive late or out of order.
 
 from __future__ import annotations
 
@@ -45,6 +42,7 @@ from dataclasses import dataclass
 
 from frognano.app import payload_fields as fields
 from frognano.app.commands import label_base, parse_command
+from frognano.app.followups import FollowUpRequest
 from frognano.app.webhooks import Delivery
 from frognano.github.models import is_bot
 
@@ -136,7 +134,8 @@ class Ignored:
     reason: str
 
 
-Decision = RunRequest | CancelRequest | CommandRequest | ReviewGateCheck | DropTokens | Ignored
+Request = RunRequest | CancelRequest | CommandRequest | FollowUpRequest | ReviewGateCheck
+Decision = Request | DropTokens | Ignored
 
 
 @dataclass(frozen=True)
@@ -319,8 +318,6 @@ def _issue_comment(  # noqa: PLR0911 - one return per rule
         title = fields.string(issue, "title", "issue.title")
     except fields.Missing as exc:
         return Ignored(f"issue_comment.created: {exc}")
-    if "pull_request" in issue:
-        return Ignored(f"#{number} in {repo} is a pull request, not an issue")
     label = lookups.label_for(repo)
     if label is None:
         return Ignored(f"the policy disables FrogNano for {repo}")
@@ -332,6 +329,10 @@ def _issue_comment(  # noqa: PLR0911 - one return per rule
         return Ignored(f"the comment on {repo}#{number} is this app's own")
     if bot is not None:
         return Ignored(f"@{sender} is a bot; bots never command FrogNano")
+    if "pull_request" in issue:  # a follow-up: the worker checks the PR (a closed one: a reply)
+        who, body = fields.sender_id(payload), fields.text(comment, "body")
+        return FollowUpRequest(installation_id, repo, repo_id, number, delivery.id, sender, who,
+                               comment_id, body)  # fmt: skip
     if issue.get("state") == "closed":
         return Ignored(f"{repo}#{number} is closed")
     return CommandRequest(

@@ -114,6 +114,10 @@ class PullState:
     state: str
     """open or closed."""
     draft: bool
+    base_ref: str = ""
+    """The branch it targets."""
+    html_url: str = ""
+    merged: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,8 @@ class PullCommit:
     sha: str
     author: str | None
     """The GitHub login GitHub linked the commit's author to; None when it linked none."""
+    parent: str | None = None
+    """Its first parent's sha."""
 
 
 def is_bot(login: str, user_type: str | None) -> bool:

@@ -176,6 +176,9 @@ class PullOps(ClientCore):
             author_type=str(user.get("type") or "User"),
             state=str(data.get("state") or "open"),
             draft=bool(data.get("draft", False)),
+            base_ref=str((data.get("base") or {}).get("ref") or ""),
+            html_url=str(data.get("html_url") or ""),
+            merged=bool(data.get("merged", False)),
         )
 
     async def pull_commits(self, number: int) -> list[PullCommit]:
@@ -186,6 +189,7 @@ class PullOps(ClientCore):
             PullCommit(
                 sha=str(item["sha"]),
                 author=(item.get("author") or {}).get("login"),
+                parent=next((str(p["sha"]) for p in item.get("parents") or ()), None),
             )
             for item in items
         ]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from frognano.app.commands import label_base, word_base
+from frognano.app.followups import FollowUpRequest
 from frognano.app.triggers import (
     ROUTER,
     CancelRequest,
@@ -478,11 +479,43 @@ def test_no_bot_comment_is_a_command(sender: dict[str, Any]) -> None:
     ignored(route("issue_comment", payload, app_login=None), "bot")
 
 
-def test_a_command_on_a_pull_request_a_closed_or_disabled_issue_is_ignored() -> None:
-    on_pull = gh.issue_comment(the_issue=gh.issue(pull_request=True))
-    ignored(route("issue_comment", on_pull), "is a pull request")
+def test_a_command_on_a_closed_or_disabled_issue_is_ignored() -> None:
     ignored(route("issue_comment", gh.issue_comment(the_issue=gh.issue(state="closed"))), "closed")
     ignored(route("issue_comment", gh.issue_comment(), label=None), "disables")
+
+
+# --- follow-ups on a pull request ----------------------------------------------------------
+
+
+def test_a_command_on_a_pull_request_is_a_follow_up_request_with_the_whole_comment() -> None:
+    body = "/frognano please\n\nAlso reject None."
+    the_pull = gh.issue(pull_request=True)
+    decision = route("issue_comment", gh.issue_comment(body, the_issue=the_pull))
+    assert decision == FollowUpRequest(
+        installation_id=ISSUE.installation_id,
+        repo=ISSUE.repo,
+        repo_id=ISSUE.repo_id,
+        pull_number=the_pull["number"],
+        delivery_id=DELIVERY,
+        commenter="alice",
+        commenter_id=gh.user("alice")["id"],
+        comment_id=2_100_000_001,
+        body=body,
+    )
+    # A closed pull request still reaches the worker, which replies to a writer.
+    closed = gh.issue(pull_request=True, state="closed")
+    assert isinstance(route("issue_comment", gh.issue_comment(the_issue=closed)), FollowUpRequest)
+
+
+@pytest.mark.parametrize("sender", [gh.bot("renovate"), gh.app_bot()])
+def test_an_unprefixed_or_a_bots_comment_on_a_pull_request_is_ignored(
+    sender: dict[str, Any],
+) -> None:
+    the_pull = gh.issue(pull_request=True)
+    plain = gh.issue_comment("Looks good, thanks", the_issue=the_pull)
+    ignored(route("issue_comment", plain), "does not start with the command")
+    bots = gh.issue_comment("/frognano fix it", the_issue=the_pull, sender=sender)
+    ignored(route("issue_comment", bots), "own" if sender["login"] == gh.APP_LOGIN else "bot")
 
 
 # --- picking the base branch ----------------------------------------------------------------

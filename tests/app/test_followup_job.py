@@ -1,0 +1,211 @@
+"""Follow-ups end to end: a command on the App's pull request, real Redis, the worker, the
+fake GitHub and a scripted model: one more verified commit on the branch, or one reply."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+
+import httpx
+from prometheus_client import CollectorRegistry
+
+from frognano.app.followups import FollowUpRequest
+from frognano.app.intake import IntakeQueue
+from frognano.app.replies import reply_marker
+from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
+from frognano.app.status import status_marker
+from frognano.app.web import create_app
+from tests.app import test_worker
+from tests.app.test_worker import CALC, FIX, GUARD, REPO, World, checks
+from tests.app.web.conftest import serving
+from tests.app.webhooks import payloads
+from tests.fakes.model_server import ScriptedModelServer, Turn
+
+fake, world = test_worker.fake, test_worker.world  # the fixtures
+BRANCH = "frognano/issue-7"
+DOC = '    """The mean of xs."""\n'
+
+
+def doc_turns(doc: str = DOC) -> list[Turn]:
+    """The follow-up's agent: a docstring under `def mean(xs):`."""
+    return [
+        Turn(calls=[("Read", {"file_path": "/workspace/calc.py"})]),
+        Turn(calls=[("Edit", {"file_path": "/workspace/calc.py", "old_string": "def mean(xs):\n",
+                              "new_string": "def mean(xs):\n" + doc})]),
+        Turn(content="Documented mean()."),
+    ]  # fmt: skip
+
+
+async def first_run(world: World) -> int:
+    """The run that opens the pull request; its number."""
+    assert await world.submit(world.request()) == "queued"
+    await world.work()
+    (pull,) = world.fake.repo(REPO).pulls.values()
+    return int(pull["number"])
+
+
+async def command(world: World, pull: int, text: str, commenter: str = "alice") -> FollowUpRequest:
+    """`commenter`'s comment on the pull request, as the receiver queues it."""
+    comment_id = world.fake.add_comment(REPO, pull, text, user=commenter)
+    request = FollowUpRequest(100, REPO, world.repo_id, pull, f"f-{uuid.uuid4()}", commenter,
+                              None, comment_id, text)  # fmt: skip
+    submission = await world.deps.queue.submit(request)
+    assert submission.status == "queued"
+    assert submission.job_id is not None
+    world.job_ids.append(submission.job_id)
+    return request
+
+
+def reactions(world: World, pull: int, comment_id: int) -> list[tuple[str, str]]:
+    (comment,) = [c for c in world.fake.repo(REPO).comments(pull) if c["id"] == comment_id]
+    return [(r["user"], r["content"]) for r in comment.get("reactions", [])]
+
+
+def app_commits(world: World, head: str) -> list[str]:
+    """The branch's commits from `head` down to the original base, newest first."""
+    repo, out, sha = world.fake.repo(REPO), [], head
+    base = world.fake.repo(REPO).branch_sha("main")
+    while sha != base:
+        out.append(sha)
+        sha = repo.commits[sha]["parents"][0]
+    return out
+
+
+async def test_a_writers_command_adds_one_verified_commit_that_needs_review_again(
+    world: World,
+) -> None:
+    gh, repo = world.fake, world.fake.repo(REPO)
+    with ScriptedModelServer(FIX + doc_turns()) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        pull = await first_run(world)
+        first = repo.branch_sha(BRANCH)
+        assert first is not None
+        gh.submit_review(REPO, pull, user="bob", state="approved", commit_id=first)
+        asked = await command(world, pull, "/frognano please\n\nDocument mean().")
+        await world.work()
+    head = repo.branch_sha(BRANCH)
+    assert head is not None
+    assert head != first
+    assert app_commits(world, head) == [head, first]  # exactly one new commit, on the old head
+    fixed = (CALC[:14].decode() + GUARD).encode() + CALC[14:]
+    assert gh.file_at(REPO, head, "calc.py") == fixed.replace(b":\n", b":\n" + DOC.encode(), 1)
+    assert "Co-authored-by: alice" in repo.commits[head]["message"]
+    found = checks(gh, head)
+    assert found[VERIFICATION_CHECK]["conclusion"] == "success"
+    assert found[HUMAN_REVIEW_CHECK]["conclusion"] == "action_required"  # bob's was of `first`
+    assert reactions(world, pull, asked.comment_id) == [("frognano[bot]", "eyes")]
+    (status,) = repo.comments(7)
+    assert status["body"].startswith(status_marker(7))
+    assert f"/pull/{pull}" in status["body"]
+    assert f"check_run_id={found[VERIFICATION_CHECK]['id']}" in status["body"]
+    # The follow-up's first message held the comment and the earlier diff.
+    first_message = model.requests[len(FIX)]["messages"][1]["content"]
+    assert "Document mean()." in first_message
+    assert "raise ValueError" in first_message
+
+
+async def test_a_second_command_during_a_follow_up_runs_after_it(world: World) -> None:
+    repo = world.fake.repo(REPO)
+    world.deps.busy_retry_seconds = 0.2
+    second_doc = '    """The arithmetic mean of xs."""\n'
+    turns = FIX + doc_turns() + doc_turns(second_doc)
+    with ScriptedModelServer(turns) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        pull = await first_run(world)
+        first = repo.branch_sha(BRANCH)
+        await command(world, pull, "/frognano document it")
+        await command(world, pull, "/frognano and say arithmetic", commenter="bob")
+        await world.work()
+    head = repo.branch_sha(BRANCH)
+    assert head is not None
+    commits = app_commits(world, head)
+    assert len(commits) == 3
+    assert commits[-1] == first
+    calc = world.fake.file_at(REPO, head, "calc.py") or b""
+    assert DOC.encode() in calc
+    assert second_doc.encode() in calc
+    assert checks(world.fake, head)[HUMAN_REVIEW_CHECK]["conclusion"] == "action_required"
+
+
+async def test_a_readers_command_and_the_cap_reached(world: World) -> None:
+    repo = world.fake.repo(REPO)
+    policy = world.deps.settings.policy_dir / "default.yaml"
+    policy.write_text("version: 1\ndefaults:\n  publish: {max_followups: 1}\n")
+    world.deps.policies.reload()
+    with ScriptedModelServer(FIX + doc_turns()) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        pull = await first_run(world)
+        first = repo.branch_sha(BRANCH)
+        outsider = await command(world, pull, "/frognano delete everything", commenter="eve")
+        await world.work()
+        assert repo.branch_sha(BRANCH) == first
+        assert reactions(world, pull, outsider.comment_id) == []
+        assert len(repo.comments(pull)) == 1  # the command itself: no reply to a reader
+        await command(world, pull, "/frognano document it")
+        await world.work()
+        second = repo.branch_sha(BRANCH)
+        assert second != first
+        capped = await command(world, pull, "/frognano once more", commenter="bob")
+        await world.work()
+    assert repo.branch_sha(BRANCH) == second
+    (answer,) = [c for c in repo.comments(pull) if c["user"] == "frognano[bot]"]
+    assert answer["body"].startswith(reply_marker(str(capped.comment_id)))
+    assert "@bob This pull request has had its 1 follow-up commit" in answer["body"]
+    assert reactions(world, pull, capped.comment_id) == []
+
+
+async def test_a_signed_pull_request_comment_through_the_receiver_adds_a_commit(
+    world: World,
+) -> None:
+    repo = world.fake.repo(REPO)
+    app = create_app(
+        world.deps.settings,
+        policies=world.deps.policies,
+        registry=CollectorRegistry(),
+        queue_for=lambda redis: IntakeQueue(
+            redis, key_prefix=world.deps.queue.key_prefix, queue_name=world.queue_name
+        ),
+    )
+    with ScriptedModelServer(FIX + doc_turns()) as model, serving(app) as url:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        pull = await first_run(world)
+        first = repo.branch_sha(BRANCH)
+        text = "/frognano document mean()"
+        comment_id = world.fake.add_comment(REPO, pull, text, user="alice")
+        the_pull = payloads.issue(pull, title="Fix #7", body="Refs #7", repo=REPO,
+                                  pull_request=True)  # fmt: skip
+        payload = payloads.issue_comment(
+            text,
+            sender=payloads.user("alice"),
+            the_issue=the_pull,
+            repo=payloads.repository(REPO, id=world.repo_id),
+            comment_id=comment_id,
+        )
+        payload["installation"] = payloads.installation_ref(100)
+        payloads.validate("issue_comment", payload)
+        body = payloads.encode(payload)
+        headers = {
+            "X-GitHub-Event": "issue_comment",
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": "sha256=" + hmac.new(b"s", body, hashlib.sha256).hexdigest(),
+            "Content-Type": "application/json",
+        }
+        async with httpx.AsyncClient(base_url=url) as http:
+            answer = await http.post("/webhooks/github", content=body, headers=headers)
+        assert answer.status_code == 202, answer.text
+        assert answer.json()["status"] == "queued"
+        world.job_ids.append(answer.json()["job_id"])
+        await world.work()
+    head = repo.branch_sha(BRANCH)
+    assert head is not None
+    assert app_commits(world, head) == [head, first]
+    assert reactions(world, pull, comment_id) == [("frognano[bot]", "eyes")]
