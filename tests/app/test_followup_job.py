@@ -15,6 +15,7 @@ from frognano.app.intake import IntakeQueue
 from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.app.status import status_marker
+from frognano.app.triggers import ReviewGateCheck
 from frognano.app.web import create_app
 from tests.app import test_worker
 from tests.app.test_worker import CALC, FIX, GUARD, REPO, World, checks
@@ -209,3 +210,76 @@ async def test_a_signed_pull_request_comment_through_the_receiver_adds_a_commit(
     assert head is not None
     assert app_commits(world, head) == [head, first]
     assert reactions(world, pull, comment_id) == [("frognano[bot]", "eyes")]
+
+
+async def test_a_writers_review_with_the_command_is_one_follow_up_with_all_its_comments(
+    world: World,
+) -> None:
+    gh, repo = world.fake, world.fake.repo(REPO)
+    line_comments = [
+        ("calc.py", 1, "@@ -1,2 +1,4 @@\n def mean(xs):", "Document this function."),
+        ("calc.py", 3, "@@ -1,2 +1,4 @@\n+        raise", "And say why it raises."),
+    ]
+    with ScriptedModelServer(FIX + doc_turns()) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        pull = await first_run(world)
+        first = repo.branch_sha(BRANCH)
+        body = "/frognano fix these"
+        review = gh.submit_review(
+            REPO, pull, user="bob", state="commented", body=body, comments=line_comments
+        )
+        request = FollowUpRequest(100, REPO, world.repo_id, pull, f"r-{uuid.uuid4()}", "bob",
+                                  None, int(review["id"]), body, "review")  # fmt: skip
+        submission = await world.deps.queue.submit(request)
+        assert submission.job_id is not None
+        world.job_ids.append(submission.job_id)
+        await world.work()
+        head = repo.branch_sha(BRANCH)
+        assert head is not None
+        assert app_commits(world, head) == [head, first]
+        assert len(model.requests) == len(FIX) + len(doc_turns())  # one follow-up, not two
+        first_message = model.requests[len(FIX)]["messages"][1]["content"]
+        assert "Document this function." in first_message
+        assert "And say why it raises." in first_message
+        assert "+        raise" in first_message
+        # A review without the command only re-evaluates the gate: bob approves the new head.
+        gh.submit_review(REPO, pull, user="bob", state="approved", commit_id=head)
+        check = ReviewGateCheck(100, REPO, world.repo_id, pull, head, f"r-{uuid.uuid4()}")
+        assert await world.submit(check) == "queued"
+        await world.work()
+    assert repo.branch_sha(BRANCH) == head
+    assert checks(gh, head)[HUMAN_REVIEW_CHECK]["conclusion"] == "success"
+    assert len(model.requests) == len(FIX) + len(doc_turns())
+
+
+async def test_one_review_comment_with_the_command_is_a_follow_up_for_that_comment(
+    world: World,
+) -> None:
+    gh, repo = world.fake, world.fake.repo(REPO)
+    with ScriptedModelServer(FIX + doc_turns()) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        pull = await first_run(world)
+        first = repo.branch_sha(BRANCH)
+        text = "/frognano document this function"
+        hunk = "@@ -1,2 +1,4 @@\n def mean(xs):"
+        review = gh.submit_review(
+            REPO, pull, user="bob", state="commented", comments=[("calc.py", 1, hunk, text)]
+        )
+        comment_id = int(review["id"]) + 1  # the fake numbers the comment after its review
+        request = FollowUpRequest(100, REPO, world.repo_id, pull, f"rc-{uuid.uuid4()}", "bob",
+                                  None, comment_id, text, "review_comment")  # fmt: skip
+        submission = await world.deps.queue.submit(request)
+        assert submission.job_id is not None
+        world.job_ids.append(submission.job_id)
+        await world.work()
+    head = repo.branch_sha(BRANCH)
+    assert head is not None
+    assert app_commits(world, head) == [head, first]
+    first_message = model.requests[len(FIX)]["messages"][1]["content"]
+    assert "document this function" in first_message
+    assert "def mean(xs):" in first_message
+    assert "calc.py" in first_message

@@ -59,6 +59,14 @@ def test_a_retry_run_and_a_command_read_back() -> None:
         from_job(RunRequest, {**to_job(RUN), "retry": 1})
 
 
+def test_a_review_follow_up_reads_back_and_one_queued_before_kind_is_a_comment() -> None:
+    review = dataclasses.replace(FOLLOW, kind="review")
+    assert from_job(FollowUpRequest, deserialize(serialize(to_job(review)))) == review
+    old = dict(to_job(review))
+    del old["kind"]
+    assert from_job(FollowUpRequest, old) == FOLLOW
+
+
 def test_keys_it_does_not_know_are_ignored() -> None:
     # What a newer receiver may queue during a rolling update.
     assert from_job(DropTokens, {**to_job(DROP), "reason": "suspended"}) == DROP

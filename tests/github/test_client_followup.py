@@ -50,3 +50,5 @@ async def test_a_reviews_line_comments_in_order(fake: FakeGitHub, client: RepoCl
         ReviewComment("a.txt", 1, "@@ -0,0 +1 @@\n+1", "say 2"),
         ReviewComment("b.py", 3, "@@ x", "and here"),
     ]
+    second = review["id"] + 2  # ids are handed out in order: the review, then its comments
+    assert await client.review_comment(second) == ReviewComment("b.py", 3, "@@ x", "and here")

@@ -24,18 +24,19 @@ from pathlib import Path
 
 from arq.worker import Retry
 
-from frognano.agent.followup import Review
+from frognano.agent.followup import Review, ReviewComment
 from frognano.agent.story import story_of
 from frognano.agent.trajectory import read_events
 from frognano.app.commit import co_author_trailer, commit_message
 from frognano.app.followups import FollowUpRequest, app_commits, followups_done
 from frognano.app.replies import reply
 from frognano.app.review import VERIFICATION_CHECK, ReviewOrigin, evaluate, review_marker
-from frognano.app.review_gate import complete_review_check, find_origins
+from frognano.app.review_gate import complete_review_check, find_origins, review_gate
 from frognano.app.run_issue import PERMISSION_RANK, RunDeps
 from frognano.app.status import NoPullRequest, Published, Working, status_marker
 from frognano.app.status_comment import StatusComment
 from frognano.app.texts import verification_check
+from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import FETCH, PUBLISH, Permissions
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange, PullState
@@ -74,6 +75,11 @@ async def run_follow_up(
     with bound_contextvars(
         repo=request.repo, pull=request.pull_number, delivery=request.delivery_id
     ):
+        if request.kind == "review":
+            # The review counts for the gate exactly as one without the command would.
+            check = ReviewGateCheck(request.installation_id, request.repo, request.repo_id,
+                                    request.pull_number, "", request.delivery_id)  # fmt: skip
+            await review_gate(deps.app, check)
         policy = deps.policies.current.for_repo(request.repo)
         if not policy.enabled:
             log.info("followup.disabled")
@@ -97,7 +103,7 @@ async def run_follow_up(
         if refusal is not None:
             what, text = refusal
             log.info("followup.refused", why=what)
-            await reply(ack, pull.number, str(request.comment_id), request.commenter, text)
+            await reply(ack, pull.number, request.reply_key, request.commenter, text)
             return what
         holder = await deps.queue.pull_lock.claim(request.repo_id, pull.number, job_id)
         if holder is not None:
@@ -157,7 +163,8 @@ async def _run(
 ) -> str:
     """Steps 4 and 5 above, holding the pull request."""
     run_id = new_run_id()
-    await ack.react_to_comment(request.comment_id, "eyes")
+    if request.kind == "comment":  # a review has no reactions; see docs for a line comment's
+        await ack.react_to_comment(request.comment_id, "eyes")
     issue = await ack.issue(origin.issue)
     status = StatusComment(
         ack,
@@ -177,7 +184,7 @@ async def _run(
     with bound_contextvars(run_id=run_id), tempfile.TemporaryDirectory(prefix="frognano-") as tmp:
         base = await fetch.download_tree(base_sha, Path(tmp) / "base")
         head = await fetch.download_tree(pull.head_sha, Path(tmp) / "head")
-        review = Review(body=request.body)
+        review = await _review(ack, request)
         job = SolveJob(
             repo_dir=base,
             exclude=(),
@@ -217,6 +224,24 @@ async def _run(
     )
 
 
+async def _review(client: RepoClient, request: FollowUpRequest) -> Review:
+    """What the agent answers: the comment, the review's body and all its line comments, or
+    one line comment (re-read from GitHub, with its file, line and diff hunk)."""
+    if request.kind == "comment":
+        return Review(body=request.body)
+    if request.kind == "review_comment":
+        one = await client.review_comment(request.comment_id)
+        return Review(
+            body="", comments=(ReviewComment(one.path, one.line, one.diff_hunk, one.body),)
+        )
+    comments = await client.review_comments(request.pull_number, request.comment_id)
+    return Review(
+        body=request.body,
+        comments=tuple(ReviewComment(c.path, c.line, c.diff_hunk, c.body) for c in comments),
+        review_id=request.comment_id,
+    )
+
+
 async def _commit(
     deps: RunDeps,
     request: FollowUpRequest,
@@ -235,7 +260,7 @@ async def _commit(
     app_login = await deps.app.app_login()
     if await client.branch_sha(pull.head_ref) != pull.head_sha:
         text = "The branch moved while FrogNano worked on your request: nothing was committed."
-        await reply(client, pull.number, str(request.comment_id), request.commenter, text)
+        await reply(client, pull.number, request.reply_key, request.commenter, text)
         log.warning("followup.branch_moved")
         return "moved"
     report = outcome.report

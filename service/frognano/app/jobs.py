@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, Required, TypedDict, overload
 
-from frognano.app.followups import FollowUpRequest
+from frognano.app.followups import FollowUpRequest, Kind, kind_of
 from frognano.app.triggers import (
     CancelRequest,
     CommandRequest,
@@ -89,6 +89,7 @@ class FollowUpJobData(TypedDict):
     commenter_id: int | None
     comment_id: int
     body: str
+    kind: NotRequired[Kind]  # absent: a comment (queued before it existed)
 
 
 class ReviewJobData(TypedDict):
@@ -170,6 +171,7 @@ def to_job(
             "commenter_id": payload.commenter_id,
             "comment_id": payload.comment_id,
             "body": payload.body,
+            "kind": payload.kind,
         }
     if isinstance(payload, ReviewGateCheck):
         return {
@@ -252,6 +254,7 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
             commenter_id=follow.optional_integer("commenter_id"),
             comment_id=follow.integer("comment_id"),
             body=follow.string("body"),
+            kind=kind_of(follow.optional_string("kind")),
         )
     if kind is ReviewGateCheck:
         review = _Fields(data, "the review gate job's request")

@@ -154,15 +154,14 @@ class PullOps(ClientCore):
             f"/pulls/{number}/reviews/{review_id}/comments",
             f"list the comments of review {review_id} on #{number}",
         )
-        return [
-            ReviewComment(
-                path=str(item.get("path") or ""),
-                line=item.get("line") if isinstance(item.get("line"), int) else None,
-                diff_hunk=str(item.get("diff_hunk") or ""),
-                body=str(item.get("body") or ""),
-            )
-            for item in items
-        ]
+        return [_review_comment(item) for item in items]
+
+    async def review_comment(self, comment_id: int) -> ReviewComment:
+        """One line comment of a review, by its id."""
+        item = await self._data(
+            "GET", f"/pulls/comments/{comment_id}", f"read review comment {comment_id}"
+        )
+        return _review_comment(item)
 
     async def pull(self, number: int) -> PullState:
         """Pull request `number` as it is now: head commit, branch, author, state."""
@@ -201,4 +200,14 @@ def _pull_info(pull: dict[str, Any]) -> PullInfo:
         html_url=str(pull["html_url"]),
         head_sha=str(pull["head"]["sha"]),
         draft=bool(pull.get("draft", False)),
+    )
+
+
+def _review_comment(item: dict[str, Any]) -> ReviewComment:
+    line = item.get("line")
+    return ReviewComment(
+        path=str(item.get("path") or ""),
+        line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        diff_hunk=str(item.get("diff_hunk") or ""),
+        body=str(item.get("body") or ""),
     )

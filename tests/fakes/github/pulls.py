@@ -351,6 +351,18 @@ class _Pulls(_Issues, _Commits):
                 return self._paginate(req, items)
         raise _error(404, "Not Found")
 
+    def _op_pulls__get_review_comment(self, req: _Request) -> _Response:
+        repo = self._access(req, "pull_requests", "read")
+        wanted = req.params["comment_id"]
+        for number, reviews in repo.reviews.items():
+            for review in reviews:
+                for comment in review["comments"]:
+                    if str(comment["id"]) == wanted:
+                        return _Response(
+                            200, self._review_comment_json(repo, number, review, comment)
+                        )
+        raise _error(404, "Not Found")
+
     def _review_comment_json(
         self, repo: Repo, number: int, review: dict[str, Any], comment: dict[str, Any]
     ) -> dict[str, Any]:
