@@ -10,6 +10,7 @@ import uuid
 import httpx
 from prometheus_client import CollectorRegistry
 
+from frognano.app.followup_job import run_follow_up
 from frognano.app.followups import FollowUpRequest
 from frognano.app.intake import IntakeQueue
 from frognano.app.replies import reply_marker
@@ -283,3 +284,21 @@ async def test_one_review_comment_with_the_command_is_a_follow_up_for_that_comme
     assert "document this function" in first_message
     assert "def mean(xs):" in first_message
     assert "calc.py" in first_message
+
+
+async def test_the_job_run_again_after_its_commit_adds_nothing(world: World) -> None:
+    repo = world.fake.repo(REPO)
+    with ScriptedModelServer(FIX + doc_turns()) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        pull = await first_run(world)
+        asked = await command(world, pull, "/frognano document it")
+        await world.work()
+        head = repo.branch_sha(BRANCH)
+        # As arq runs a job again after a crash: the commit names the request, so it is done.
+        again = await run_follow_up(world.deps, asked, job_id="followup:again", attempt=2)
+    assert again == "committed"
+    assert repo.branch_sha(BRANCH) == head
+    assert "FrogNano-Answers: " in repo.commits[head or ""]["message"]
+    assert len(model.requests) == len(FIX) + len(doc_turns())

@@ -12,7 +12,8 @@
 #    while another runs waits (arq's Retry) and runs after it, checks 1 and 2 read again.
 # 4. 👀 on the comment; the original base (the first commit's parent) and the head, both
 #    downloaded; the pipeline with `follow_up`; the issue's status comment kept current.
-# 5. One commit on the head (no author: GitHub signs it as the App) moving the branch only if
+# 5. One commit on the head (no author: GitHub signs it as the App; a `FrogNano-Answers:` line
+#    names the request, so a re-run of the job finds it done) moving the branch only if
 #    it still points at that head; both check runs on the new head: verification with the
 #    story and the marker of the original run, human review `action_required` again (an
 #    approval of an older head never counts).
@@ -28,7 +29,7 @@ from frognano.agent.followup import Review, ReviewComment
 from frognano.agent.story import story_of
 from frognano.agent.trajectory import read_events
 from frognano.app.commit import co_author_trailer, commit_message
-from frognano.app.followups import FollowUpRequest, app_commits, followups_done
+from frognano.app.followups import FollowUpRequest, answered, app_commits, followups_done
 from frognano.app.replies import reply
 from frognano.app.review import VERIFICATION_CHECK, ReviewOrigin, evaluate, review_marker
 from frognano.app.review_gate import complete_review_check, find_origins, review_gate
@@ -66,10 +67,10 @@ FOLLOWUP_MAX_TRIES = 200
 (`busy_retry_seconds` apart)."""
 
 
-async def run_follow_up(
+async def run_follow_up(  # noqa: PLR0911 - one return per rule
     deps: RunDeps, request: FollowUpRequest, *, job_id: str, attempt: int
 ) -> str:
-    """Answer one command comment on a pull request. Returns what happened: disabled,
+    """Answer one command on a pull request (once: a re-run finds its commit). Returns: disabled,
     unauthorised, not_ours, closed, cap, pushed, moved, no_commit or committed; raises
     arq's Retry while another follow-up runs on the pull request."""
     with bound_contextvars(
@@ -99,6 +100,9 @@ async def run_follow_up(
         if not origins:
             log.info("followup.no_origin")
             return "not_ours"
+        if answered(await ack.pull_commits(pull.number), app_login, request):
+            log.info("followup.already_committed")
+            return "committed"
         refusal = await _refusal(ack, pull, policy, app_login)
         if refusal is not None:
             what, text = refusal
@@ -271,6 +275,7 @@ async def _commit(
         co_author_login=request.commenter,
         co_author_id=request.commenter_id,
     )
+    message = f"{message.rstrip()}\n\n{request.trailer}"
     co_author = co_author_trailer(request.commenter, request.commenter_id)
     changes = [
         FileChange(c.path, c.mode or "100644", c.content) for c in outcome.follow_up.increment

@@ -47,6 +47,11 @@ class FollowUpRequest:
     `review_comment`: the id of one line comment of a review."""
 
     @property
+    def trailer(self) -> str:
+        """The line the follow-up's commit carries, so a re-run of the job finds it done."""
+        return f"FrogNano-Answers: {self.reply_key}"
+
+    @property
     def reply_key(self) -> str:
         """The key of the App's one reply to this request (replies.reply_marker)."""
         kind = self.kind.replace("_", "-")
@@ -100,6 +105,13 @@ def app_commits(commits: Sequence[PullCommit], app_login: str) -> list[PullCommi
     """The pull request's commits made by the App, oldest first."""
     login = app_login.casefold()
     return [commit for commit in commits if (commit.author or "").casefold() == login]
+
+
+def answered(commits: Sequence[PullCommit], app_login: str, request: FollowUpRequest) -> bool:
+    """Whether one of the App's commits already answers `request` (a re-run after a crash)."""
+    return any(
+        request.trailer in commit.message.splitlines() for commit in app_commits(commits, app_login)
+    )
 
 
 def followups_done(commits: Sequence[PullCommit], app_login: str) -> int:

@@ -143,6 +143,7 @@ class PullCommit:
     """The GitHub login GitHub linked the commit's author to; None when it linked none."""
     parent: str | None = None
     """Its first parent's sha."""
+    message: str = ""
 
 
 def is_bot(login: str, user_type: str | None) -> bool:

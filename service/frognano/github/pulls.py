@@ -189,6 +189,7 @@ class PullOps(ClientCore):
                 sha=str(item["sha"]),
                 author=(item.get("author") or {}).get("login"),
                 parent=next((str(p["sha"]) for p in item.get("parents") or ()), None),
+                message=str((item.get("commit") or {}).get("message") or ""),
             )
             for item in items
         ]
