@@ -284,6 +284,10 @@ async def test_one_review_comment_with_the_command_is_a_follow_up_for_that_comme
     assert "document this function" in first_message
     assert "def mean(xs):" in first_message
     assert "calc.py" in first_message
+    (line_comment,) = repo.reviews[pull][-1]["comments"]
+    assert [(r["user"], r["content"]) for r in line_comment["reactions"]] == [
+        ("frognano[bot]", "eyes")
+    ]
 
 
 async def test_the_job_run_again_after_its_commit_adds_nothing(world: World) -> None:

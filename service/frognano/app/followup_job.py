@@ -167,8 +167,10 @@ async def _run(
 ) -> str:
     """Steps 4 and 5 above, holding the pull request."""
     run_id = new_run_id()
-    if request.kind == "comment":  # a review has no reactions; see docs for a line comment's
+    if request.kind == "comment":  # a review itself has no reactions on GitHub
         await ack.react_to_comment(request.comment_id, "eyes")
+    elif request.kind == "review_comment":
+        await ack.react_to_review_comment(request.comment_id, "eyes")
     issue = await ack.issue(origin.issue)
     status = StatusComment(
         ack,

@@ -163,6 +163,15 @@ class PullOps(ClientCore):
         )
         return _review_comment(item)
 
+    async def react_to_review_comment(self, comment_id: int, content: str = "eyes") -> None:
+        """Add the app's reaction to a review's line comment (200 if it exists)."""
+        await self._request(
+            "POST",
+            f"/pulls/comments/{comment_id}/reactions",
+            f"react to review comment {comment_id}",
+            body={"content": content},
+        )
+
     async def pull(self, number: int) -> PullState:
         """Pull request `number` as it is now: head commit, branch, author, state."""
         data = await self._data("GET", f"/pulls/{number}", f"read pull request #{number}")

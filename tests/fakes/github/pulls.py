@@ -363,6 +363,27 @@ class _Pulls(_Issues, _Commits):
                         )
         raise _error(404, "Not Found")
 
+    def _op_reactions__create_for_pull_request_review_comment(self, req: _Request) -> _Response:
+        repo = self._access(req, "pull_requests", "write")
+        wanted = req.params["comment_id"]
+        found = [c for reviews in repo.reviews.values() for r in reviews for c in r["comments"]]
+        comment = next((c for c in found if str(c["id"]) == wanted), None)
+        if comment is None:
+            raise _error(404, "Not Found")
+        reactions = comment.setdefault("reactions", [])
+        actor, content = self._actor(req), req.body["content"]
+        for reaction in reactions:
+            if reaction["user"] == actor and reaction["content"] == content:
+                return _Response(200, self._reaction_json(reaction))
+        reaction = {
+            "id": self._next_id(),
+            "user": actor,
+            "content": content,
+            "created_at": _now_iso(self.now()),
+        }
+        reactions.append(reaction)
+        return _Response(201, self._reaction_json(reaction))
+
     def _review_comment_json(
         self, repo: Repo, number: int, review: dict[str, Any], comment: dict[str, Any]
     ) -> dict[str, Any]:

@@ -65,6 +65,7 @@ OPERATIONS: list[tuple[str, str]] = [
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/commits"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments"),
     ("get", "/repos/{owner}/{repo}/pulls/comments/{comment_id}"),
+    ("post", "/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions"),
     # issues
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}"),
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
