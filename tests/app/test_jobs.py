@@ -7,12 +7,14 @@ import json
 
 import pytest
 
+from frognano.app.followups import FollowUpRequest
 from frognano.app.jobs import MalformedJob, deserialize, from_job, serialize, to_job
 from frognano.app.triggers import CommandRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
 
 RUN = RunRequest(IssueRef(100, "acme/calc", 42, 7), "d-1", "alice", "frognano", "T", "B", 5)
 REVIEW = ReviewGateCheck(100, "acme/calc", 42, 12, "b" * 40, "r-1")
 DROP = DropTokens(100, "i-1")
+FOLLOW = FollowUpRequest(100, "acme/calc", 42, 12, "f-1", "alice", 5, 901, "/frognano again")
 COMMAND = CommandRequest(
     IssueRef(100, "acme/calc", 42, 7),
     "c-1",
@@ -26,9 +28,11 @@ COMMAND = CommandRequest(
 )
 
 
-@pytest.mark.parametrize("payload", [RUN, REVIEW, DROP], ids=lambda payload: type(payload).__name__)
+@pytest.mark.parametrize(
+    "payload", [RUN, REVIEW, DROP, FOLLOW], ids=lambda payload: type(payload).__name__
+)
 def test_the_stored_form_is_the_dataclass_and_reads_back(
-    payload: RunRequest | ReviewGateCheck | DropTokens,
+    payload: RunRequest | ReviewGateCheck | DropTokens | FollowUpRequest,
 ) -> None:
     stored = to_job(payload)
     # The wire form queued jobs already have: the trigger's fields, in their order.
@@ -53,6 +57,14 @@ def test_a_retry_run_and_a_command_read_back() -> None:
         from_job(CommandRequest, {**stored, "words": ["stop", 3]})
     with pytest.raises(MalformedJob, match="'retry' must be a boolean, not int"):
         from_job(RunRequest, {**to_job(RUN), "retry": 1})
+
+
+def test_a_review_follow_up_reads_back_and_one_queued_before_kind_is_a_comment() -> None:
+    review = dataclasses.replace(FOLLOW, kind="review")
+    assert from_job(FollowUpRequest, deserialize(serialize(to_job(review)))) == review
+    old = dict(to_job(review))
+    del old["kind"]
+    assert from_job(FollowUpRequest, old) == FOLLOW
 
 
 def test_keys_it_does_not_know_are_ignored() -> None:

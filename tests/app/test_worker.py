@@ -27,7 +27,14 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from frognano.app.command_job import run_command
-from frognano.app.intake import COMMAND_JOB, DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB, IntakeQueue
+from frognano.app.intake import (
+    COMMAND_JOB,
+    DROP_TOKENS_JOB,
+    FOLLOWUP_JOB,
+    REVIEW_JOB,
+    RUN_JOB,
+    IntakeQueue,
+)
 from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.app.run_issue import run_issue
@@ -604,6 +611,7 @@ def test_each_job_takes_exactly_what_the_queue_enqueues() -> None:
     assert taken == {
         RUN_JOB: [("run_id", keyword), ("request", keyword)],
         COMMAND_JOB: [("request", keyword)],
+        FOLLOWUP_JOB: [("request", keyword)],
         REVIEW_JOB: [("request", keyword)],
         DROP_TOKENS_JOB: [("request", keyword)],
     }

@@ -32,6 +32,8 @@
 #     P command:{delivery_id}            what the worker did for a command comment (`stop`,
 #                                        `retry`) once it had checked the commenter, as a
 #                                        delivery key: a re-run of the command job is a duplicate.
+#     P followup:{repo_id}:{pull}        the job id of the follow-up running on a pull request
+#                                        (intake_scripts.PullLock); others wait for it (Retry).
 #
 # and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
 # (PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
@@ -54,11 +56,14 @@
 #               repo_id, number}, delivery_id, labeller, label, title, body, labeller_id})
 #     command(ctx, *, request: CommandRequest {issue: {...}, delivery_id, commenter,
 #             commenter_id, comment_id, words, label, title, body})
+#     follow_up(ctx, *, request: FollowUpRequest {installation_id, repo, repo_id, pull_number,
+#               delivery_id, commenter, commenter_id, comment_id, body})
 #     review_gate(ctx, *, request: ReviewGateCheck {installation_id, repo, repo_id,
 #                 pull_number, head_sha, delivery_id})
 #     drop_tokens(ctx, *, request: DropTokens {installation_id, delivery_id})
 #
 # Job ids: `run:{repo_id}:{number}:{run_id}`, `command:{repo_id}:{number}:{delivery_id}`,
+# `followup:{repo_id}:{pull_number}:{delivery_id}`,
 # `review:{repo_id}:{pull_number}:{delivery_id}`,
 # `drop-tokens:{installation_id}:{delivery_id}`. The keys span hash slots: this needs a single
 # Redis (or a primary with replicas), not Redis Cluster.
@@ -79,16 +84,19 @@ from arq.constants import (
 from arq.jobs import serialize_job
 from redis.asyncio import Redis
 
+from frognano.app.followups import FollowUpRequest
 from frognano.app.intake_scripts import (
     CANCEL_SCRIPT,
     FINISH_SCRIPT,
     JOB_SCRIPT,
     RUN_SCRIPT,
     TAKE_WAITING_SCRIPT,
+    PullLock,
 )
 from frognano.app.jobs import (
     CommandJobData,
     DropTokensJobData,
+    FollowUpJobData,
     ReviewJobData,
     Submission,
     Submittable,
@@ -113,6 +121,7 @@ __all__ = [
     "DEFAULT_KEY_PREFIX",
     "DELIVERY_TTL_SECONDS",
     "DROP_TOKENS_JOB",
+    "FOLLOWUP_JOB",
     "REVIEW_JOB",
     "RUN_JOB",
     "RUN_TTL_SECONDS",
@@ -125,6 +134,7 @@ __all__ = [
 
 RUN_JOB = "run_issue"
 COMMAND_JOB = "command"
+FOLLOWUP_JOB = "follow_up"
 REVIEW_JOB = "review_gate"
 DROP_TOKENS_JOB = "drop_tokens"
 
@@ -161,6 +171,7 @@ class IntakeQueue:
         self._job = redis.register_script(JOB_SCRIPT)
         self._finish = redis.register_script(FINISH_SCRIPT)
         self._take = redis.register_script(TAKE_WAITING_SCRIPT)
+        self.pull_lock = PullLock(redis, key_prefix, run_ttl)
 
     # Key names -------------------------------------------------------------------------------
 
@@ -193,32 +204,8 @@ class IntakeQueue:
             return await self.start_run(decision, body_digest=body_digest)
         if isinstance(decision, CancelRequest):
             return await self.cancel(decision, body_digest=body_digest)
-        if isinstance(decision, CommandRequest):
-            issue = decision.issue
-            return await self._enqueue(
-                decision.delivery_id,
-                body_digest,
-                COMMAND_JOB,
-                f"command:{issue.repo_id}:{issue.number}:{decision.delivery_id}",
-                to_job(decision),
-            )
-        if isinstance(decision, ReviewGateCheck):
-            return await self._enqueue(
-                decision.delivery_id,
-                body_digest,
-                REVIEW_JOB,
-                f"review:{decision.repo_id}:{decision.pull_number}:{decision.delivery_id}",
-                to_job(decision),
-            )
-        if isinstance(decision, DropTokens):
-            return await self._enqueue(
-                decision.delivery_id,
-                body_digest,
-                DROP_TOKENS_JOB,
-                f"drop-tokens:{decision.installation_id}:{decision.delivery_id}",
-                to_job(decision),
-            )
-        raise TypeError(f"nothing to submit for {type(decision).__name__}")
+        job = _job_of(decision)
+        return await self._enqueue(decision.delivery_id, body_digest, *job, to_job(decision))
 
     async def start_run(self, request: RunRequest, *, body_digest: str | None = None) -> Submission:
         """Queue a run unless the delivery was seen or the issue has a run queued or on."""
@@ -321,7 +308,7 @@ class IntakeQueue:
         body_digest: str | None,
         function: str,
         job_id: str,
-        request: CommandJobData | ReviewJobData | DropTokensJobData,
+        request: CommandJobData | FollowUpJobData | ReviewJobData | DropTokensJobData,
     ) -> Submission:
         now_ms = int(time.time() * 1000)
         job = serialize_job(function, (), {"request": request}, None, now_ms, serializer=serialize)
@@ -393,3 +380,21 @@ class IntakeQueue:
         if not raw:
             return None
         return {text(key): text(value) for key, value in raw.items()}
+
+
+def _job_of(
+    decision: CommandRequest | FollowUpRequest | ReviewGateCheck | DropTokens,
+) -> tuple[str, str]:
+    """The arq function and job id of a decision queued as one job of its own."""
+    if isinstance(decision, CommandRequest):
+        issue = decision.issue
+        return COMMAND_JOB, f"command:{issue.repo_id}:{issue.number}:{decision.delivery_id}"
+    if isinstance(decision, FollowUpRequest):
+        where = f"{decision.repo_id}:{decision.pull_number}:{decision.delivery_id}"
+        return FOLLOWUP_JOB, f"followup:{where}"
+    if isinstance(decision, ReviewGateCheck):
+        where = f"{decision.repo_id}:{decision.pull_number}:{decision.delivery_id}"
+        return REVIEW_JOB, f"review:{where}"
+    if isinstance(decision, DropTokens):
+        return DROP_TOKENS_JOB, f"drop-tokens:{decision.installation_id}:{decision.delivery_id}"
+    raise TypeError(f"nothing to submit for {type(decision).__name__}")

@@ -1,5 +1,10 @@
 """The Lua scripts behind the intake queue: each decision's checks and writes in one step."""
 
+from __future__ import annotations
+
+from arq.constants import in_progress_key_prefix, job_key_prefix
+from redis.asyncio import Redis
+
 # In every script that records a delivery, the last KEY is the body key (`P body:{sha256}`,
 # or '' when there is no body to compare) and the last ARGV the delivery id. The same signed
 # body under another delivery id is a replay and is not acted on; GitHub's own redeliveries
@@ -127,3 +132,45 @@ local waiting = redis.call('LRANGE', KEYS[2], 0, -1)
 redis.call('DEL', KEYS[2])
 return waiting
 """
+
+# KEYS: lock; ARGV: job prefix, in-progress prefix, job_id, ttl seconds. Returns '' when the
+# job holds the lock now, else the job id holding it (a holder whose arq job is gone is stale).
+PULL_CLAIM_SCRIPT = """
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[3]
+   and redis.call('EXISTS', ARGV[1] .. current, ARGV[2] .. current) > 0 then
+  return current
+end
+redis.call('SET', KEYS[1], ARGV[3], 'EX', ARGV[4])
+return ''
+"""
+
+# KEYS: lock; ARGV: job_id
+PULL_RELEASE_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+
+class PullLock:
+    """One follow-up at a time per pull request: `P followup:{repo_id}:{pull}` holds the arq
+    job id of the follow-up running on it (EX `ttl`, a backstop)."""
+
+    def __init__(self, redis: Redis, key_prefix: str, ttl: int) -> None:
+        self.key_prefix, self.ttl = key_prefix, ttl
+        self._claim = redis.register_script(PULL_CLAIM_SCRIPT)
+        self._release = redis.register_script(PULL_RELEASE_SCRIPT)
+
+    def key(self, repo_id: int, pull: int) -> str:
+        return f"{self.key_prefix}followup:{repo_id}:{pull}"
+
+    async def claim(self, repo_id: int, pull: int, job_id: str) -> str | None:
+        """None when `job_id` now holds the pull request, else the job id of the one that does."""
+        args: list[str | int] = [job_key_prefix, in_progress_key_prefix, job_id, self.ttl]
+        holder = await self._claim(keys=[self.key(repo_id, pull)], args=args)
+        text = holder.decode() if isinstance(holder, bytes) else str(holder)
+        return text or None
+
+    async def release(self, repo_id: int, pull: int, job_id: str) -> None:
+        """Free the pull request if `job_id` holds it."""
+        await self._release(keys=[self.key(repo_id, pull)], args=[job_id])

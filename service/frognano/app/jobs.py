@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, Required, TypedDict, overload
 
+from frognano.app.followups import FollowUpRequest, Kind, kind_of
 from frognano.app.triggers import (
     CancelRequest,
     CommandRequest,
@@ -27,8 +28,10 @@ from frognano.app.triggers import (
 from frognano.errors import FrogNanoError
 
 Status = Literal["queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"]
-Submittable = RunRequest | CancelRequest | CommandRequest | ReviewGateCheck | DropTokens
-JobPayload = RunRequest | CommandRequest | ReviewGateCheck | DropTokens
+Submittable = (
+    RunRequest | CancelRequest | CommandRequest | FollowUpRequest | ReviewGateCheck | DropTokens
+)
+JobPayload = RunRequest | CommandRequest | FollowUpRequest | ReviewGateCheck | DropTokens
 """What a job's `request` argument holds, once `from_job` has read it."""
 
 
@@ -74,6 +77,21 @@ class CommandJobData(TypedDict):
     body: str
 
 
+class FollowUpJobData(TypedDict):
+    """The follow-up job's `request` argument, as stored (a FollowUpRequest)."""
+
+    installation_id: int
+    repo: str
+    repo_id: int
+    pull_number: int
+    delivery_id: str
+    commenter: str
+    commenter_id: int | None
+    comment_id: int
+    body: str
+    kind: NotRequired[Kind]  # absent: a comment (queued before it existed)
+
+
 class ReviewJobData(TypedDict):
     """The review gate job's `request` argument, as stored (a ReviewGateCheck)."""
 
@@ -108,12 +126,14 @@ def to_job(payload: RunRequest) -> RunJobData: ...
 @overload
 def to_job(payload: CommandRequest) -> CommandJobData: ...
 @overload
+def to_job(payload: FollowUpRequest) -> FollowUpJobData: ...
+@overload
 def to_job(payload: ReviewGateCheck) -> ReviewJobData: ...
 @overload
 def to_job(payload: DropTokens) -> DropTokensJobData: ...
 def to_job(
     payload: JobPayload,
-) -> RunJobData | CommandJobData | ReviewJobData | DropTokensJobData:
+) -> RunJobData | CommandJobData | FollowUpJobData | ReviewJobData | DropTokensJobData:
     """The JSON-able form of a job's `request` argument, as stored in Redis."""
     # By hand: dataclasses.asdict deep-copies, a tenth of a delivery's time.
     if isinstance(payload, RunRequest):
@@ -139,6 +159,19 @@ def to_job(
             "label": payload.label,
             "title": payload.title,
             "body": payload.body,
+        }
+    if isinstance(payload, FollowUpRequest):
+        return {
+            "installation_id": payload.installation_id,
+            "repo": payload.repo,
+            "repo_id": payload.repo_id,
+            "pull_number": payload.pull_number,
+            "delivery_id": payload.delivery_id,
+            "commenter": payload.commenter,
+            "commenter_id": payload.commenter_id,
+            "comment_id": payload.comment_id,
+            "body": payload.body,
+            "kind": payload.kind,
         }
     if isinstance(payload, ReviewGateCheck):
         return {
@@ -175,6 +208,8 @@ def from_job(kind: type[RunRequest], data: object) -> RunRequest: ...
 @overload
 def from_job(kind: type[CommandRequest], data: object) -> CommandRequest: ...
 @overload
+def from_job(kind: type[FollowUpRequest], data: object) -> FollowUpRequest: ...
+@overload
 def from_job(kind: type[ReviewGateCheck], data: object) -> ReviewGateCheck: ...
 @overload
 def from_job(kind: type[DropTokens], data: object) -> DropTokens: ...
@@ -206,6 +241,20 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
             label=command.string("label"),
             title=command.string("title"),
             body=command.string("body"),
+        )
+    if kind is FollowUpRequest:
+        follow = _Fields(data, "the follow-up job's request")
+        return FollowUpRequest(
+            installation_id=follow.integer("installation_id"),
+            repo=follow.string("repo"),
+            repo_id=follow.integer("repo_id"),
+            pull_number=follow.integer("pull_number"),
+            delivery_id=follow.string("delivery_id"),
+            commenter=follow.string("commenter"),
+            commenter_id=follow.optional_integer("commenter_id"),
+            comment_id=follow.integer("comment_id"),
+            body=follow.string("body"),
+            kind=kind_of(follow.optional_string("kind")),
         )
     if kind is ReviewGateCheck:
         review = _Fields(data, "the review gate job's request")

@@ -9,11 +9,11 @@
 # | `issues.labeled` (`LABEL` or `LABEL:BRANCH`) by a human    | RunRequest        |
 # | `issues.unlabeled` of `LABEL` or `LABEL:BRANCH`            | CancelRequest     |
 # | `issues.closed`                                            | CancelRequest     |
-# | `issue_comment.created` starting with the policy's command | CommandRequest    |
-# |   (`/frognano stop`, `/frognano retry`), by a human        |                   |
-# | `pull_request_review.submitted` / `.dismissed`, on one of  | ReviewGateCheck   |
-# |   the app's PRs                                            |                   |
-# | `pull_request.synchronize` / `.reopened`, on an app PR     | ReviewGateCheck   |
+# | `issue_comment.created` starting with the command, by a    | CommandRequest    |
+# |   human, on an issue / on a pull request                   | / FollowUpRequest |
+# | `pull_request_review.submitted` / `.dismissed`, and        | ReviewGateCheck   |
+# |   `pull_request.synchronize` / `.reopened`, on an app PR   | (FollowUpRequest) |
+# | `pull_request_review_comment.created`, with the command    | FollowUpRequest   |
 # | `installation.*`, `installation_repositories.*`            | DropTokens        |
 # | anything else                                              | Ignored (reason)  |
 #
@@ -21,22 +21,18 @@
 #
 # - An event that needs an installation (everything but `ping`) and has none came from a
 #   repository or organization webhook rather than the App's: Ignored.
-# - `issues` and `issue_comment` events on pull requests (the issue has a `pull_request` key)
-#   are Ignored.
+# - `issues` events on pull requests (the issue has a `pull_request` key) are Ignored.
 # - Bots never start a run: a sender whose `type` is `Bot`, whose login ends in `[bot]`, or who
 #   is the app itself (invariant 6). Bots other than the app *may* cancel: a bot closing the
 #   issue or removing the label makes the work moot. The app's own `issues` events never
-#   cancel, so that its housekeeping can never stop its own run. No bot's comment is a
-#   command, the app's own included.
-# - Review and push events are routed whoever sent them (a bot's review, the app's own push):
-#   the review gate re-reads the PR and decides which approvals count.
-# - Labels are compared case-insensitively, as GitHub treats label names. `LABEL` is the
-#   policy's `trigger.label`; `LABEL:BRANCH` asks for a run on BRANCH (checked by the worker).
+#   cancel, so its housekeeping never stops its own run. No bot's comment or review commands.
+# - Review and push events are routed whoever sent them: the gate decides which approvals count.
+# - Labels are compared case-insensitively, as GitHub does. `LABEL` is `trigger.label`;
+#   `LABEL:BRANCH` asks for a run on BRANCH (checked by the worker).
 #
 # Nothing here authorises anyone: the payload says who acted, not what they may do. The worker
-# checks the labeller's permission through the API before a run starts (invariant 6), and the
-# review gate re-reads reviews and the head commit from the API, since deliveries can arrive
-# late or out of order.
+# checks permissions through the API (invariant 6), and the review gate re-reads reviews and
+# the head commit, since deliveries can arrive late or out of order.
 
 from __future__ import annotations
 
@@ -45,6 +41,7 @@ from dataclasses import dataclass
 
 from frognano.app import payload_fields as fields
 from frognano.app.commands import label_base, parse_command
+from frognano.app.followups import FollowUpRequest, review_follow_up
 from frognano.app.webhooks import Delivery
 from frognano.github.models import is_bot
 
@@ -136,7 +133,8 @@ class Ignored:
     reason: str
 
 
-Decision = RunRequest | CancelRequest | CommandRequest | ReviewGateCheck | DropTokens | Ignored
+Request = RunRequest | CancelRequest | CommandRequest | FollowUpRequest | ReviewGateCheck
+Decision = Request | DropTokens | Ignored
 
 
 @dataclass(frozen=True)
@@ -240,12 +238,7 @@ def decide(
     in the payload makes `decide` raise: a field it needs that is missing or mistyped gives
     `Ignored` naming the field.
     """
-    lookups = Lookups(
-        label_for=label_for,
-        app_login=app_login,
-        branch_prefix_for=branch_prefix_for,
-        command_for=command_for,
-    )
+    lookups = Lookups(label_for, app_login, branch_prefix_for, command_for)
     return ROUTER.route(delivery, lookups)
 
 
@@ -319,8 +312,6 @@ def _issue_comment(  # noqa: PLR0911 - one return per rule
         title = fields.string(issue, "title", "issue.title")
     except fields.Missing as exc:
         return Ignored(f"issue_comment.created: {exc}")
-    if "pull_request" in issue:
-        return Ignored(f"#{number} in {repo} is a pull request, not an issue")
     label = lookups.label_for(repo)
     if label is None:
         return Ignored(f"the policy disables FrogNano for {repo}")
@@ -332,6 +323,10 @@ def _issue_comment(  # noqa: PLR0911 - one return per rule
         return Ignored(f"the comment on {repo}#{number} is this app's own")
     if bot is not None:
         return Ignored(f"@{sender} is a bot; bots never command FrogNano")
+    if "pull_request" in issue:  # a follow-up: the worker checks the PR (a closed one: a reply)
+        who, body = fields.sender_id(payload), fields.text(comment, "body")
+        return FollowUpRequest(installation_id, repo, repo_id, number, delivery.id, sender, who,
+                               comment_id, body)  # fmt: skip
     if issue.get("state") == "closed":
         return Ignored(f"{repo}#{number} is closed")
     return CommandRequest(
@@ -348,6 +343,7 @@ def _issue_comment(  # noqa: PLR0911 - one return per rule
 
 
 @ROUTER.register("pull_request_review", "submitted", "dismissed")
+@ROUTER.register("pull_request_review_comment", "created")
 @ROUTER.register("pull_request", "synchronize", "reopened")
 def _pull_request(  # noqa: PLR0911 - one return per rule
     delivery: Delivery, installation_id: int, lookups: Lookups
@@ -374,14 +370,18 @@ def _pull_request(  # noqa: PLR0911 - one return per rule
     if not ref.startswith(prefix):
         return Ignored(f"{pr} is not one of the app's pull requests (branch {ref!r})")
     head_repo = head.get("repo")
-    head_repo_id = head_repo.get("id") if isinstance(head_repo, dict) else None
-    if head_repo_id != repo_id:
+    if (head_repo.get("id") if isinstance(head_repo, dict) else None) != repo_id:
         return Ignored(f"{pr} comes from another repository, not one of the app's pull requests")
     if app_login is not None:
         if author_login.casefold() != app_login.casefold():
             return Ignored(f"{pr} was opened by @{author_login}, not by this app")
     elif not is_bot(author_login, author.get("type")):
         return Ignored(f"{pr} was opened by @{author_login}, who is not a bot")
+    pulled = (repo, repo_id, number)
+    if found := review_follow_up(delivery, installation_id, pulled, app_login, lookups.command_for):
+        return found  # a human's review starting with the command; its job runs the gate first
+    if delivery.event == "pull_request_review_comment":
+        return Ignored(f"the review comment on {pr} does not start with the command or is a bot's")
     return ReviewGateCheck(
         installation_id=installation_id,
         repo=repo,

@@ -47,6 +47,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.requests import ClientDisconnect
 
+from frognano.app.followups import FollowUpRequest
 from frognano.app.intake import IntakeQueue
 from frognano.app.jobs import ReplyBody, submission_reply
 from frognano.app.triggers import (
@@ -93,6 +94,7 @@ DECISION_NAMES: dict[type, str] = {
     RunRequest: "run",
     CancelRequest: "cancel",
     CommandRequest: "command",
+    FollowUpRequest: "follow_up",
     ReviewGateCheck: "review_gate",
     DropTokens: "drop_tokens",
     Ignored: "ignored",

@@ -4,7 +4,7 @@
 # store, the Redis client of the intake queue, the metrics), once per process; every job finds
 # them in `ctx["deps"]`. The jobs here are what arq calls: each reads its `request` argument
 # with jobs.from_job and hands the typed value on (run_issue.run_issue, command_job.run_command,
-# review_gate.review_gate).
+# followup_job.run_follow_up, review_gate.review_gate).
 #
 # A run job writes a heartbeat (`IntakeQueue.alive_key`, every `heartbeat_seconds`,
 # expiring after `heartbeat_ttl`) while it runs. A worker that is killed stops beating; the
@@ -28,10 +28,13 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter
 from redis.asyncio import Redis
 
 from frognano.app.command_job import run_command
+from frognano.app.followup_job import FOLLOWUP_MAX_TRIES, run_follow_up
+from frognano.app.followups import FollowUpRequest
 from frognano.app.intake import (
     COMMAND_JOB,
     DEFAULT_KEY_PREFIX,
     DROP_TOKENS_JOB,
+    FOLLOWUP_JOB,
     REVIEW_JOB,
     RUN_JOB,
     IntakeQueue,
@@ -39,6 +42,7 @@ from frognano.app.intake import (
 from frognano.app.jobs import (
     CommandJobData,
     DropTokensJobData,
+    FollowUpJobData,
     ReviewJobData,
     RunJobData,
     deserialize,
@@ -63,6 +67,7 @@ __all__ = [
     "build_worker",
     "command_job",
     "drop_tokens_job",
+    "follow_up_job",
     "functions",
     "recover_orphans",
     "review_gate_job",
@@ -106,6 +111,14 @@ async def command_job(ctx: dict[str, Any], *, request: CommandJobData) -> str:
     return await run_command(deps, from_job(CommandRequest, request))
 
 
+async def follow_up_job(ctx: dict[str, Any], *, request: FollowUpJobData) -> str:
+    """arq job FOLLOWUP_JOB: a command on one of the App's pull requests: one more commit."""
+    deps: WorkerDeps = ctx["deps"]
+    follow = from_job(FollowUpRequest, request)
+    job_id, attempt = str(ctx.get("job_id", "")), int(ctx.get("job_try", 1))
+    return await run_follow_up(deps, follow, job_id=job_id, attempt=attempt)
+
+
 async def review_gate_job(ctx: dict[str, Any], *, request: ReviewJobData) -> str:
     """arq job REVIEW_JOB: decide the human-review check. Returns its conclusion."""
     deps: WorkerDeps = ctx["deps"]
@@ -123,6 +136,12 @@ def functions() -> list[Function]:
     return [
         func(run_issue_job, name=RUN_JOB, timeout=JOB_TIMEOUT_SECONDS, max_tries=RUN_MAX_TRIES),
         func(command_job, name=COMMAND_JOB, timeout=300, max_tries=5),
+        func(
+            follow_up_job,
+            name=FOLLOWUP_JOB,
+            timeout=JOB_TIMEOUT_SECONDS,
+            max_tries=FOLLOWUP_MAX_TRIES,
+        ),
         func(review_gate_job, name=REVIEW_JOB, timeout=300, max_tries=5),
         func(drop_tokens_job, name=DROP_TOKENS_JOB, timeout=60, max_tries=3),
     ]

@@ -1,4 +1,4 @@
-"""IssueOps: a user's permission, reactions and the app's status comment on an issue."""
+"""IssueOps: an issue, a user's permission, reactions and the app's status comment on an issue."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from frognano.github.core import ClientCore, quote
 from frognano.github.errors import GitHubNotFound
-from frognano.github.models import BODY_LIMIT, truncate
+from frognano.github.models import BODY_LIMIT, IssueText, truncate
 from frognano.log import get_logger
 
 __all__ = ["IssueOps"]
@@ -50,6 +50,27 @@ class IssueOps(ClientCore):
             f"/issues/{issue_number}/reactions",
             f"react to issue #{issue_number}",
             body={"content": content},
+        )
+
+    async def react_to_comment(self, comment_id: int, content: str = "eyes") -> None:
+        """Add the app's reaction to an issue or pull request comment (200 if it exists)."""
+        if content not in _REACTIONS:
+            raise ValueError(f"{content!r} is not a GitHub reaction")
+        await self._request(
+            "POST",
+            f"/issues/comments/{comment_id}/reactions",
+            f"react to comment {comment_id}",
+            body={"content": content},
+        )
+
+    async def issue(self, number: int) -> IssueText:
+        """Issue `number`'s title, body and state as they are now."""
+        data = await self._data("GET", f"/issues/{number}", f"read issue #{number}")
+        return IssueText(
+            number=int(data["number"]),
+            title=str(data.get("title") or ""),
+            body=str(data.get("body") or ""),
+            state=str(data.get("state") or "open"),
         )
 
     async def _find_comment(self, issue_number: int, marker: str) -> int | None:

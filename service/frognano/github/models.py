@@ -79,6 +79,28 @@ class Review:
 
 
 @dataclass(frozen=True)
+class ReviewComment:
+    """One line comment of a review (`RepoClient.review_comments`); untrusted text."""
+
+    path: str
+    line: int | None
+    """The line of the file it is on; None for a comment on a line the diff no longer has."""
+    diff_hunk: str
+    body: str
+
+
+@dataclass(frozen=True)
+class IssueText:
+    """An issue as a follow-up's context needs it (`RepoClient.issue`); untrusted text."""
+
+    number: int
+    title: str
+    body: str
+    """"" when GitHub sends null."""
+    state: str
+
+
+@dataclass(frozen=True)
 class PullState:
     """A pull request as the review gate re-reads it (`RepoClient.pull`)."""
 
@@ -92,6 +114,10 @@ class PullState:
     state: str
     """open or closed."""
     draft: bool
+    base_ref: str = ""
+    """The branch it targets."""
+    html_url: str = ""
+    merged: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +141,9 @@ class PullCommit:
     sha: str
     author: str | None
     """The GitHub login GitHub linked the commit's author to; None when it linked none."""
+    parent: str | None = None
+    """Its first parent's sha."""
+    message: str = ""
 
 
 def is_bot(login: str, user_type: str | None) -> bool:

@@ -1,4 +1,4 @@
-"""PullOps: find or open a pull request, its labels, reviewers, reviews, state and commits."""
+"""PullOps: open a pull request; its labels, reviewers, reviews, line comments, state, commits."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from frognano.github.models import (
     PullInfo,
     PullState,
     Review,
+    ReviewComment,
     truncate,
 )
 from frognano.log import get_logger
@@ -147,6 +148,30 @@ class PullOps(ClientCore):
             )
         return reviews
 
+    async def review_comments(self, number: int, review_id: int) -> list[ReviewComment]:
+        """The line comments of review `review_id` on pull request `number`, in order."""
+        items = await self._paginate(
+            f"/pulls/{number}/reviews/{review_id}/comments",
+            f"list the comments of review {review_id} on #{number}",
+        )
+        return [_review_comment(item) for item in items]
+
+    async def review_comment(self, comment_id: int) -> ReviewComment:
+        """One line comment of a review, by its id."""
+        item = await self._data(
+            "GET", f"/pulls/comments/{comment_id}", f"read review comment {comment_id}"
+        )
+        return _review_comment(item)
+
+    async def react_to_review_comment(self, comment_id: int, content: str = "eyes") -> None:
+        """Add the app's reaction to a review's line comment (200 if it exists)."""
+        await self._request(
+            "POST",
+            f"/pulls/comments/{comment_id}/reactions",
+            f"react to review comment {comment_id}",
+            body={"content": content},
+        )
+
     async def pull(self, number: int) -> PullState:
         """Pull request `number` as it is now: head commit, branch, author, state."""
         data = await self._data("GET", f"/pulls/{number}", f"read pull request #{number}")
@@ -159,6 +184,9 @@ class PullOps(ClientCore):
             author_type=str(user.get("type") or "User"),
             state=str(data.get("state") or "open"),
             draft=bool(data.get("draft", False)),
+            base_ref=str((data.get("base") or {}).get("ref") or ""),
+            html_url=str(data.get("html_url") or ""),
+            merged=bool(data.get("merged", False)),
         )
 
     async def pull_commits(self, number: int) -> list[PullCommit]:
@@ -169,6 +197,8 @@ class PullOps(ClientCore):
             PullCommit(
                 sha=str(item["sha"]),
                 author=(item.get("author") or {}).get("login"),
+                parent=next((str(p["sha"]) for p in item.get("parents") or ()), None),
+                message=str((item.get("commit") or {}).get("message") or ""),
             )
             for item in items
         ]
@@ -180,4 +210,14 @@ def _pull_info(pull: dict[str, Any]) -> PullInfo:
         html_url=str(pull["html_url"]),
         head_sha=str(pull["head"]["sha"]),
         draft=bool(pull.get("draft", False)),
+    )
+
+
+def _review_comment(item: dict[str, Any]) -> ReviewComment:
+    line = item.get("line")
+    return ReviewComment(
+        path=str(item.get("path") or ""),
+        line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        diff_hunk=str(item.get("diff_hunk") or ""),
+        body=str(item.get("body") or ""),
     )

@@ -215,6 +215,9 @@ class PublishPolicy(_Section):
     base_branches: list[BranchGlob] = Field(default_factory=list)
     """Branches a writer may ask a run to start from and its pull request to target, besides
     the default branch (globs: `release/*`); empty: the default branch only."""
+    max_followups: int = Field(default=5, ge=0, le=100)
+    """How many follow-up commits (`/frognano ...` on the pull request) one pull request may
+    get after the run that opened it; 0 turns follow-ups off."""
 
 
 class EffectivePolicy(_Section):

@@ -681,6 +681,39 @@ def pull_request_review(
     return _ordered(payload)
 
 
+def pull_request_review_comment(
+    body: str = "/frognano rename this",
+    *,
+    pull: Payload | None = None,
+    sender: Payload | None = None,
+    comment_id: int = 2_600_000_001,
+) -> Payload:
+    """`pull_request_review_comment` / `created`: `sender` commented `body` on a line."""
+    the_pull = pull if pull is not None else pull_request()
+    author = sender if sender is not None else user("dave", id=1_000_004)
+    payload = _envelope("created", author, the_pull["base"]["repo"])
+    repo, number = payload["repository"]["full_name"], the_pull["number"]
+    pulls = f"{API}/repos/{repo}/pulls"
+    html = f"{WEB}/{repo}/pull/{number}#discussion_r{comment_id}"
+    reactions = {"url": f"{pulls}/comments/{comment_id}/reactions", "total_count": 0,
+                 **dict.fromkeys(("+1", "-1", "laugh", "hooray", "confused", "heart", "rocket",
+                                  "eyes"), 0)}  # fmt: skip
+    payload["comment"] = {
+        "url": f"{pulls}/comments/{comment_id}", "pull_request_review_id": 2_500_000_001,
+        "id": comment_id, "node_id": f"PRRC_kwDOK{comment_id}", "diff_hunk": "@@ -1 +1 @@\n-a\n+b",
+        "path": "widget.py", "position": 1, "original_position": 1, "commit_id": HEAD_SHA,
+        "original_commit_id": HEAD_SHA, "user": author, "body": body, "created_at": UPDATED,
+        "updated_at": UPDATED, "html_url": html, "pull_request_url": f"{pulls}/{number}",
+        "author_association": "MEMBER",
+        "_links": {"self": {"href": f"{pulls}/comments/{comment_id}"}, "html": {"href": html},
+                   "pull_request": {"href": f"{pulls}/{number}"}},
+        "start_line": None, "original_start_line": None, "original_line": 1, "line": 1,
+        "start_side": None, "side": "RIGHT", "subject_type": "line", "reactions": reactions,
+    }  # fmt: skip
+    payload["pull_request"] = the_pull
+    return _ordered(payload)
+
+
 def pull_request_event(
     action: str = "synchronize",
     *,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from frognano.app.commands import label_base, word_base
+from frognano.app.followups import FollowUpRequest
 from frognano.app.triggers import (
     ROUTER,
     CancelRequest,
@@ -300,6 +301,45 @@ def test_a_review_by_a_bot_still_rechecks_the_gate_which_discounts_it() -> None:
     assert decision == GATE
 
 
+def test_a_humans_review_starting_with_the_command_is_one_follow_up_for_the_whole_review() -> None:
+    dave = gh.user("dave", id=1_000_004)
+    the_review = {**gh.review(state="commented", reviewer=dave), "body": "/frognano fix these"}
+    decision = route("pull_request_review", gh.pull_request_review(the_review=the_review))
+    assert decision == FollowUpRequest(
+        installation_id=gh.INSTALLATION_ID,
+        repo=REPO,
+        repo_id=REPO_ID,
+        pull_number=57,
+        delivery_id=DELIVERY,
+        commenter="dave",
+        commenter_id=dave["id"],
+        comment_id=the_review["id"],
+        body="/frognano fix these",
+        kind="review",
+    )
+    # A bot's review with the command, or a human's without it, only rechecks the gate.
+    bots = {**gh.review(state="commented", reviewer=gh.bot("copilot")), "body": "/frognano x"}
+    by_bot = gh.pull_request_review(the_review=bots, sender=gh.bot("copilot"))
+    assert route("pull_request_review", by_bot) == GATE
+    plain = {**the_review, "body": "Please fix these"}
+    assert route("pull_request_review", gh.pull_request_review(the_review=plain)) == GATE
+
+
+def test_a_review_comment_starting_with_the_command_is_a_follow_up_for_that_comment() -> None:
+    decision = route("pull_request_review_comment", gh.pull_request_review_comment())
+    assert isinstance(decision, FollowUpRequest)
+    assert (decision.kind, decision.comment_id, decision.commenter) == (
+        "review_comment",
+        2_600_000_001,
+        "dave",
+    )
+    assert decision.body == "/frognano rename this"
+    plain = gh.pull_request_review_comment("Nice")
+    ignored(route("pull_request_review_comment", plain), "does not start with the command")
+    by_bot = gh.pull_request_review_comment(sender=gh.bot("copilot"))
+    ignored(route("pull_request_review_comment", by_bot), "bot")
+
+
 @pytest.mark.parametrize("action", ["synchronize", "reopened"])
 def test_a_push_to_or_reopening_of_the_apps_pr_rechecks_the_gate(action: str) -> None:
     pull = gh.pull_request(head_sha="a" * 40)
@@ -478,11 +518,43 @@ def test_no_bot_comment_is_a_command(sender: dict[str, Any]) -> None:
     ignored(route("issue_comment", payload, app_login=None), "bot")
 
 
-def test_a_command_on_a_pull_request_a_closed_or_disabled_issue_is_ignored() -> None:
-    on_pull = gh.issue_comment(the_issue=gh.issue(pull_request=True))
-    ignored(route("issue_comment", on_pull), "is a pull request")
+def test_a_command_on_a_closed_or_disabled_issue_is_ignored() -> None:
     ignored(route("issue_comment", gh.issue_comment(the_issue=gh.issue(state="closed"))), "closed")
     ignored(route("issue_comment", gh.issue_comment(), label=None), "disables")
+
+
+# --- follow-ups on a pull request ----------------------------------------------------------
+
+
+def test_a_command_on_a_pull_request_is_a_follow_up_request_with_the_whole_comment() -> None:
+    body = "/frognano please\n\nAlso reject None."
+    the_pull = gh.issue(pull_request=True)
+    decision = route("issue_comment", gh.issue_comment(body, the_issue=the_pull))
+    assert decision == FollowUpRequest(
+        installation_id=ISSUE.installation_id,
+        repo=ISSUE.repo,
+        repo_id=ISSUE.repo_id,
+        pull_number=the_pull["number"],
+        delivery_id=DELIVERY,
+        commenter="alice",
+        commenter_id=gh.user("alice")["id"],
+        comment_id=2_100_000_001,
+        body=body,
+    )
+    # A closed pull request still reaches the worker, which replies to a writer.
+    closed = gh.issue(pull_request=True, state="closed")
+    assert isinstance(route("issue_comment", gh.issue_comment(the_issue=closed)), FollowUpRequest)
+
+
+@pytest.mark.parametrize("sender", [gh.bot("renovate"), gh.app_bot()])
+def test_an_unprefixed_or_a_bots_comment_on_a_pull_request_is_ignored(
+    sender: dict[str, Any],
+) -> None:
+    the_pull = gh.issue(pull_request=True)
+    plain = gh.issue_comment("Looks good, thanks", the_issue=the_pull)
+    ignored(route("issue_comment", plain), "does not start with the command")
+    bots = gh.issue_comment("/frognano fix it", the_issue=the_pull, sender=sender)
+    ignored(route("issue_comment", bots), "own" if sender["login"] == gh.APP_LOGIN else "bot")
 
 
 # --- picking the base branch ----------------------------------------------------------------
@@ -608,6 +680,7 @@ ROUTES = {
     ("issue_comment", "created"),
     ("pull_request_review", "submitted"),
     ("pull_request_review", "dismissed"),
+    ("pull_request_review_comment", "created"),
     ("pull_request", "synchronize"),
     ("pull_request", "reopened"),
     ("installation", None),

@@ -366,6 +366,10 @@ BUILDERS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
     },
     "watch.started": ("watch", payloads.watch_started),
     "issue_comment.created": ("issue_comment", payloads.issue_comment),
+    "pull_request_review_comment.created": (
+        "pull_request_review_comment",
+        payloads.pull_request_review_comment,
+    ),
 }
 
 

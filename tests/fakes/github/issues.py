@@ -31,6 +31,24 @@ class _Issues(_Apps):
             self._user(user)
             repo.issues[number] = self._new_issue(number, title, body, user)
 
+    def add_comment(self, full_name: str, number: int, body: str, *, user: str) -> int:
+        """Record a comment as if `user` wrote it on github.com; returns its id."""
+        with self._lock:
+            repo = self.repo(full_name)
+            self._user(user)
+            now, cid = _now_iso(self.now()), self._next_id()
+            comment: dict[str, Any] = {
+                "id": cid,
+                "body": body,
+                "user": user,
+                "created_at": now,
+                "updated_at": now,
+                "reactions": [],
+            }
+            repo.issues[number]["comments"].append(comment)
+            self._comments[cid] = (full_name, number)
+            return cid
+
     # ---- internals: JSON shapes ------------------------------------------------------
 
     def _new_issue(self, number: int, title: str, body: str | None, user: str) -> dict[str, Any]:
@@ -231,6 +249,31 @@ class _Issues(_Apps):
             "created_at": _now_iso(self.now()),
         }
         issue["reactions"].append(reaction)
+        return _Response(201, self._reaction_json(reaction))
+
+    def _op_reactions__create_for_issue_comment(self, req: _Request) -> _Response:
+        cid = req.params["comment_id"]
+        located = self._comments.get(int(cid)) if cid.isdigit() else None
+        full = f"{req.params['owner']}/{req.params['repo']}"
+        if located is None or located[0] != full:
+            self._access(req, "issues", "write")
+            raise _error(404, "Not Found")
+        number = located[1]
+        perm = "issues|pull_requests" if number in self._repos[full].pulls else "issues"
+        repo = self._access(req, perm, "write")
+        comment = next(c for c in repo.issues[number]["comments"] if c["id"] == int(cid))
+        reactions = comment.setdefault("reactions", [])
+        actor, content = self._actor(req), req.body["content"]
+        for reaction in reactions:
+            if reaction["user"] == actor and reaction["content"] == content:
+                return _Response(200, self._reaction_json(reaction))
+        reaction = {
+            "id": self._next_id(),
+            "user": actor,
+            "content": content,
+            "created_at": _now_iso(self.now()),
+        }
+        reactions.append(reaction)
         return _Response(201, self._reaction_json(reaction))
 
     def _reaction_json(self, reaction: dict[str, Any]) -> dict[str, Any]:

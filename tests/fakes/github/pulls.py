@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tests.fakes.github.commits import _Commits
@@ -30,10 +31,12 @@ class _Pulls(_Issues, _Commits):
         state: str,
         commit_id: str | None = None,
         body: str = "",
+        comments: Sequence[tuple[str, int, str, str]] = (),
     ) -> dict[str, Any]:
         """Record a review as if `user` submitted it on github.com. `state` is the webhook's
         lowercase (approved, changes_requested, commented); the REST list shows it uppercase.
-        `commit_id` defaults to the pull request's current head. Returns the review JSON."""
+        `commit_id` defaults to the pull request's current head. `comments`: its line
+        comments as (path, line, diff hunk, body). Returns the review JSON."""
         with self._lock:
             repo = self.repo(full_name)
             pull = repo.pulls[pull_number]
@@ -45,6 +48,16 @@ class _Pulls(_Issues, _Commits):
                 "state": REVIEW_STATES[state.lower()],
                 "commit_id": commit_id or self._pull_head_sha(repo, pull),
                 "submitted_at": _now_iso(self.now()),
+                "comments": [
+                    {
+                        "id": self._next_id(),
+                        "path": path,
+                        "line": line,
+                        "diff_hunk": hunk,
+                        "body": text,
+                    }
+                    for path, line, hunk, text in comments
+                ],
             }
             repo.reviews.setdefault(pull_number, []).append(review)
             return self._review_json(repo, pull_number, review)
@@ -325,3 +338,81 @@ class _Pulls(_Issues, _Commits):
         return self._paginate(
             req, [self._review_json(repo, number, r) for r in repo.reviews.get(number, [])]
         )
+
+    def _op_pulls__list_comments_for_review(self, req: _Request) -> _Response:
+        repo = self._access(req, "pull_requests", "read")
+        self._pull_or_404(repo, req.params["pull_number"])
+        number, wanted = int(req.params["pull_number"]), req.params["review_id"]
+        for review in repo.reviews.get(number, []):
+            if str(review["id"]) == wanted:
+                items = [
+                    self._review_comment_json(repo, number, review, c) for c in review["comments"]
+                ]
+                return self._paginate(req, items)
+        raise _error(404, "Not Found")
+
+    def _op_pulls__get_review_comment(self, req: _Request) -> _Response:
+        repo = self._access(req, "pull_requests", "read")
+        wanted = req.params["comment_id"]
+        for number, reviews in repo.reviews.items():
+            for review in reviews:
+                for comment in review["comments"]:
+                    if str(comment["id"]) == wanted:
+                        return _Response(
+                            200, self._review_comment_json(repo, number, review, comment)
+                        )
+        raise _error(404, "Not Found")
+
+    def _op_reactions__create_for_pull_request_review_comment(self, req: _Request) -> _Response:
+        repo = self._access(req, "pull_requests", "write")
+        wanted = req.params["comment_id"]
+        found = [c for reviews in repo.reviews.values() for r in reviews for c in r["comments"]]
+        comment = next((c for c in found if str(c["id"]) == wanted), None)
+        if comment is None:
+            raise _error(404, "Not Found")
+        reactions = comment.setdefault("reactions", [])
+        actor, content = self._actor(req), req.body["content"]
+        for reaction in reactions:
+            if reaction["user"] == actor and reaction["content"] == content:
+                return _Response(200, self._reaction_json(reaction))
+        reaction = {
+            "id": self._next_id(),
+            "user": actor,
+            "content": content,
+            "created_at": _now_iso(self.now()),
+        }
+        reactions.append(reaction)
+        return _Response(201, self._reaction_json(reaction))
+
+    def _review_comment_json(
+        self, repo: Repo, number: int, review: dict[str, Any], comment: dict[str, Any]
+    ) -> dict[str, Any]:
+        api = f"{self.base_url}/repos/{repo.full_name}"
+        web = f"https://github.com/{repo.full_name}/pull/{number}#discussion_r{comment['id']}"
+        url = f"{api}/pulls/comments/{comment['id']}"
+        return {
+            "id": comment["id"],
+            "node_id": _node_id("PRRC", comment["id"]),
+            "url": url,
+            "pull_request_review_id": review["id"],
+            "diff_hunk": comment["diff_hunk"],
+            "path": comment["path"],
+            "position": 1,
+            "original_position": 1,
+            "commit_id": review["commit_id"],
+            "original_commit_id": review["commit_id"],
+            "user": self._user_json(review["user"]),
+            "body": comment["body"],
+            "created_at": review["submitted_at"],
+            "updated_at": review["submitted_at"],
+            "html_url": web,
+            "pull_request_url": f"{api}/pulls/{number}",
+            "author_association": self._author_association(repo, review["user"]),
+            "_links": {
+                "self": {"href": url},
+                "html": {"href": web},
+                "pull_request": {"href": f"{api}/pulls/{number}"},
+            },
+            "line": comment["line"],
+            "side": "RIGHT",
+        }

@@ -63,6 +63,9 @@ OPERATIONS: list[tuple[str, str]] = [
     ("post", "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/commits"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments"),
+    ("get", "/repos/{owner}/{repo}/pulls/comments/{comment_id}"),
+    ("post", "/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions"),
     # issues
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}"),
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
@@ -70,6 +73,7 @@ OPERATIONS: list[tuple[str, str]] = [
     ("patch", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/labels"),
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/reactions"),
+    ("post", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"),
     # checks
     ("post", "/repos/{owner}/{repo}/check-runs"),
     ("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}"),

@@ -41,6 +41,7 @@ EVENTS: list[tuple[str, str | None]] = [
     ("issue_comment", "created"),
     ("pull_request_review", "submitted"),
     ("pull_request_review", "dismissed"),
+    ("pull_request_review_comment", "created"),
     ("pull_request", "synchronize"),
     ("pull_request", "reopened"),
     ("pull_request", "opened"),

@@ -1,0 +1,313 @@
+"""The follow-up job: a writer's command on the App's pull request answered with one commit."""
+
+# The order, and why (docs/github-app.md, "Follow-ups on a pull request"):
+#
+# 1. The commenter's permission, read from GitHub (the payload says who, not what they may
+#    do): below `trigger.min_permission`, nothing at all, not even a reply.
+# 2. The pull request: the App's (opened by the App from a branch under the policy's prefix,
+#    with the App's verification check naming the run that opened it), else nothing. A closed
+#    one, the cap (`publish.max_followups`, counted as the App's commits on it less the
+#    first), or a commit on it by anyone else: one short reply, no run.
+# 3. One follow-up at a time per pull request (intake_scripts.PullLock): a command arriving
+#    while another runs waits (arq's Retry) and runs after it, checks 1 and 2 read again.
+# 4. 👀 on the comment; the original base (the first commit's parent) and the head, both
+#    downloaded; the pipeline with `follow_up`; the issue's status comment kept current.
+# 5. One commit on the head (no author: GitHub signs it as the App; a `FrogNano-Answers:` line
+#    names the request, so a re-run of the job finds it done) moving the branch only if
+#    it still points at that head; both check runs on the new head: verification with the
+#    story and the marker of the original run, human review `action_required` again (an
+#    approval of an older head never counts).
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from arq.worker import Retry
+
+from frognano.agent.followup import Review, ReviewComment
+from frognano.agent.story import story_of
+from frognano.agent.trajectory import read_events
+from frognano.app.commit import co_author_trailer, commit_message
+from frognano.app.followups import FollowUpRequest, answered, app_commits, followups_done
+from frognano.app.replies import reply
+from frognano.app.review import VERIFICATION_CHECK, ReviewOrigin, evaluate, review_marker
+from frognano.app.review_gate import complete_review_check, find_origins, review_gate
+from frognano.app.run_issue import PERMISSION_RANK, RunDeps
+from frognano.app.status import NoPullRequest, Published, Working, status_marker
+from frognano.app.status_comment import StatusComment
+from frognano.app.texts import verification_check
+from frognano.app.triggers import ReviewGateCheck
+from frognano.github.auth import FETCH, PUBLISH, Permissions
+from frognano.github.client import RepoClient
+from frognano.github.models import FileChange, PullState
+from frognano.log import bound_contextvars, get_logger
+from frognano.policy.models import EffectivePolicy
+from frognano.run.baselines import RedisCache
+from frognano.run.followup import FollowUp
+from frognano.run.job import SolveJob
+from frognano.run.pipeline import SolveOutcome, solve
+from frognano.run.runid import new_run_id
+from frognano.sandbox.kubernetes.pod import ATTEMPT
+
+__all__ = ["FOLLOWUP_MAX_TRIES", "run_follow_up"]
+
+log = get_logger(__name__)
+
+ANSWER: Permissions = {
+    "metadata": "read",
+    "issues": "write",
+    "pull_requests": "write",
+    "checks": "read",
+}
+"""Check the commenter and the pull request (its commits, the verification check's marker),
+react and reply on it, and keep the issue's status comment current."""
+FOLLOWUP_MAX_TRIES = 200
+"""arq tries of one follow-up job: each wait for the pull request's running follow-up is one
+(`busy_retry_seconds` apart)."""
+
+
+async def run_follow_up(  # noqa: PLR0911 - one return per rule
+    deps: RunDeps, request: FollowUpRequest, *, job_id: str, attempt: int
+) -> str:
+    """Answer one command on a pull request (once: a re-run finds its commit). Returns: disabled,
+    unauthorised, not_ours, closed, cap, pushed, moved, no_commit or committed; raises
+    arq's Retry while another follow-up runs on the pull request."""
+    with bound_contextvars(
+        repo=request.repo, pull=request.pull_number, delivery=request.delivery_id
+    ):
+        if request.kind == "review":
+            # The review counts for the gate exactly as one without the command would.
+            check = ReviewGateCheck(request.installation_id, request.repo, request.repo_id,
+                                    request.pull_number, "", request.delivery_id)  # fmt: skip
+            await review_gate(deps.app, check)
+        policy = deps.policies.current.for_repo(request.repo)
+        if not policy.enabled:
+            log.info("followup.disabled")
+            return "disabled"
+        ack = await _client(deps, request, ANSWER)
+        role = await ack.permission(request.commenter)
+        if PERMISSION_RANK.get(role, 0) < PERMISSION_RANK[policy.trigger.min_permission]:
+            log.warning("followup.unauthorised", commenter=request.commenter, role=role)
+            return "unauthorised"
+        app_login = await deps.app.app_login()
+        pull = await ack.pull(request.pull_number)
+        ours = pull.head_ref.startswith(policy.publish.branch_prefix)
+        if not ours or pull.author.casefold() != app_login.casefold():
+            log.info("followup.not_ours", branch=pull.head_ref, author=pull.author)
+            return "not_ours"
+        origins = await find_origins(ack, pull.number, pull.head_sha)
+        if not origins:
+            log.info("followup.no_origin")
+            return "not_ours"
+        if answered(await ack.pull_commits(pull.number), app_login, request):
+            log.info("followup.already_committed")
+            return "committed"
+        refusal = await _refusal(ack, pull, policy, app_login)
+        if refusal is not None:
+            what, text = refusal
+            log.info("followup.refused", why=what)
+            await reply(ack, pull.number, request.reply_key, request.commenter, text)
+            return what
+        holder = await deps.queue.pull_lock.claim(request.repo_id, pull.number, job_id)
+        if holder is not None:
+            log.info("followup.waiting", running=holder)
+            raise Retry(defer=deps.busy_retry_seconds)
+        try:
+            return await _run(
+                deps,
+                request,
+                policy=policy,
+                ack=ack,
+                pull=pull,
+                origin=origins[0],
+                attempt=attempt,
+            )
+        finally:
+            await deps.queue.pull_lock.release(request.repo_id, pull.number, job_id)
+
+
+async def _client(deps: RunDeps, request: FollowUpRequest, permissions: Permissions) -> RepoClient:
+    return await deps.app.repo_client(
+        request.installation_id, request.repo, request.repo_id, permissions
+    )
+
+
+async def _refusal(
+    client: RepoClient, pull: PullState, policy: EffectivePolicy, app_login: str
+) -> tuple[str, str] | None:
+    """Why a writer's follow-up cannot be served, and the reply saying so; None: it can."""
+    if pull.state != "open":
+        how = "merged" if pull.merged else "closed"
+        return "closed", f"This pull request is {how}: FrogNano adds no commit to it."
+    commits = await client.pull_commits(pull.number)
+    cap = policy.publish.max_followups
+    if followups_done(commits, app_login) >= cap:
+        return "cap", (
+            f"This pull request has had its {cap} follow-up commit{'s' if cap != 1 else ''} "
+            "(the policy's `publish.max_followups`): FrogNano adds no more to it."
+        )
+    if len(app_commits(commits, app_login)) != len(commits):
+        return "pushed", (
+            "Someone else pushed to this pull request's branch: FrogNano only adds commits "
+            "to a branch that holds its own."
+        )
+    return None
+
+
+async def _run(
+    deps: RunDeps,
+    request: FollowUpRequest,
+    *,
+    policy: EffectivePolicy,
+    ack: RepoClient,
+    pull: PullState,
+    origin: ReviewOrigin,
+    attempt: int,
+) -> str:
+    """Steps 4 and 5 above, holding the pull request."""
+    run_id = new_run_id()
+    if request.kind == "comment":  # a review itself has no reactions on GitHub
+        await ack.react_to_comment(request.comment_id, "eyes")
+    elif request.kind == "review_comment":
+        await ack.react_to_review_comment(request.comment_id, "eyes")
+    issue = await ack.issue(origin.issue)
+    status = StatusComment(
+        ack,
+        origin.issue,
+        status_marker(origin.issue),
+        queue=deps.queue,
+        repo_id=request.repo_id,
+        run_id=run_id,
+    )
+    app_login = await deps.app.app_login()
+    commits = await ack.pull_commits(pull.number)
+    base_sha = commits[0].parent
+    if base_sha is None:
+        raise ValueError(f"the first commit of #{pull.number} has no parent")
+    out_dir = deps.settings.trajectory_dir / run_id / f"attempt-{attempt}"
+    fetch = await _client(deps, request, FETCH)
+    with bound_contextvars(run_id=run_id), tempfile.TemporaryDirectory(prefix="frognano-") as tmp:
+        base = await fetch.download_tree(base_sha, Path(tmp) / "base")
+        head = await fetch.download_tree(pull.head_sha, Path(tmp) / "head")
+        review = await _review(ack, request)
+        job = SolveJob(
+            repo_dir=base,
+            exclude=(),
+            title=issue.title,
+            body=issue.body,
+            out_dir=out_dir,
+            repo=request.repo,
+            policy=policy,
+            policy_source=f"{deps.settings.policy_dir}",
+            backend=deps.settings.sandbox,
+            run_id=run_id,
+            sandbox_labels={ATTEMPT: str(attempt)},
+            baseline_cache=RedisCache(deps.queue.redis),
+            wait_for_model=True,
+            follow_up=FollowUp(
+                head, review, round=followups_done(commits, app_login) + 2, head_exclude=()
+            ),
+        )
+        max_steps = policy.agent.max_steps
+        await status.say(Working(step=0, max_steps=max_steps, run_id=run_id))
+        outcome = await solve(
+            deps.settings, job, on_progress=status.progress(max_steps), on_stage=status.stage
+        )
+    if not outcome.patch_ready or outcome.follow_up is None or not outcome.follow_up.increment:
+        await status.say(NoPullRequest(why=outcome.report, run_id=run_id))
+        log.info("followup.no_commit")
+        return "no_commit"
+    return await _commit(
+        deps,
+        request,
+        pull=pull,
+        origin=origin,
+        outcome=outcome,
+        status=status,
+        run_id=run_id,
+        out_dir=out_dir,
+    )
+
+
+async def _review(client: RepoClient, request: FollowUpRequest) -> Review:
+    """What the agent answers: the comment, the review's body and all its line comments, or
+    one line comment (re-read from GitHub, with its file, line and diff hunk)."""
+    if request.kind == "comment":
+        return Review(body=request.body)
+    if request.kind == "review_comment":
+        one = await client.review_comment(request.comment_id)
+        return Review(
+            body="", comments=(ReviewComment(one.path, one.line, one.diff_hunk, one.body),)
+        )
+    comments = await client.review_comments(request.pull_number, request.comment_id)
+    return Review(
+        body=request.body,
+        comments=tuple(ReviewComment(c.path, c.line, c.diff_hunk, c.body) for c in comments),
+        review_id=request.comment_id,
+    )
+
+
+async def _commit(
+    deps: RunDeps,
+    request: FollowUpRequest,
+    *,
+    pull: PullState,
+    origin: ReviewOrigin,
+    outcome: SolveOutcome,
+    status: StatusComment,
+    run_id: str,
+    out_dir: Path,
+) -> str:
+    """Step 5 above: the new commit on the head, its check runs, the status comment."""
+    if outcome.follow_up is None:
+        raise ValueError("a follow-up's outcome without its increment")
+    client = await _client(deps, request, PUBLISH)
+    app_login = await deps.app.app_login()
+    if await client.branch_sha(pull.head_ref) != pull.head_sha:
+        text = "The branch moved while FrogNano worked on your request: nothing was committed."
+        await reply(client, pull.number, request.reply_key, request.commenter, text)
+        log.warning("followup.branch_moved")
+        return "moved"
+    report = outcome.report
+    message = commit_message(
+        origin.issue,
+        (await client.issue(origin.issue)).title,
+        report["summary"],
+        co_author_login=request.commenter,
+        co_author_id=request.commenter_id,
+    )
+    message = f"{message.rstrip()}\n\n{request.trailer}"
+    co_author = co_author_trailer(request.commenter, request.commenter_id)
+    changes = [
+        FileChange(c.path, c.mode or "100644", c.content) for c in outcome.follow_up.increment
+    ]
+    sha = await client.create_commit(
+        pull.head_sha, changes, message, co_author=co_author.removeprefix("Co-authored-by: ")
+    )
+    await client.upsert_branch(pull.head_ref, sha, app_login=app_login, base=pull.base_ref or None)
+    trajectory = out_dir / "trajectory.jsonl"
+    story = story_of(read_events(trajectory).events) if trajectory.is_file() else None
+    conclusion, title, summary, text = verification_check(report, story=story)
+    check_id = await client.upsert_check_run(
+        sha,
+        VERIFICATION_CHECK,
+        status="completed",
+        conclusion=conclusion,
+        title=title,
+        summary=summary,
+        text=text,
+    )
+    marker = review_marker(origin.run_id, origin.labeller, origin.issue)
+    await client.set_check_run_external_id(check_id, marker)
+    # No review of the new head yet: the gate's own verdict for that, action_required.
+    verdict = evaluate(
+        [], head_sha=sha, labeller=origin.labeller, app_login=app_login, permissions={}
+    )
+    await complete_review_check(client, sha, verdict)
+    story_url = f"{pull.html_url}/checks?check_run_id={check_id}"
+    await status.say(
+        Published(url=pull.html_url, draft=pull.draft, run_id=run_id, story_url=story_url)
+    )
+    log.info("followup.committed", sha=sha, files=len(changes))
+    return "committed"
