@@ -220,6 +220,27 @@ async def test_branch_is_created_left_moved_or_refused(
     human.close()
 
 
+async def test_a_fast_forward_never_overwrites_a_push_made_after_the_check(
+    fake: FakeGitHub, client: RepoClient, transport: Transport
+) -> None:
+    _name, base = await client.default_branch()
+    head = await client.create_commit(base, [FileChange("a.txt", "100644", b"1")], "one")
+    await client.upsert_branch(BRANCH, head, app_login="frognano[bot]")
+    ours = await client.create_commit(head, [FileChange("a.txt", "100644", b"2")], "two")
+    # A human pushes after FrogNano last looked at the branch, before it moves it.
+    human = await human_client(fake, transport, "alice")
+    theirs = await human.create_commit(head, [FileChange("b.txt", "100644", b"b")], "mine")
+    await human.upsert_branch(BRANCH, theirs, app_login="frognano[bot]")
+    human.close()
+    with pytest.raises(BranchConflict, match="moved on GitHub"):
+        await client.fast_forward(BRANCH, ours)
+    assert fake.repo(REPO).branch_sha(BRANCH) == theirs
+    # On the head it was made on, the same move goes through.
+    later = await client.create_commit(theirs, [FileChange("a.txt", "100644", b"3")], "three")
+    await client.fast_forward(BRANCH, later)
+    assert fake.repo(REPO).branch_sha(BRANCH) == later
+
+
 async def test_a_branch_off_another_base_is_checked_against_that_base(
     fake: FakeGitHub, client: RepoClient, transport: Transport
 ) -> None:

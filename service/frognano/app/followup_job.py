@@ -40,6 +40,7 @@ from frognano.app.texts import verification_check
 from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import FETCH, PUBLISH, Permissions
 from frognano.github.client import RepoClient
+from frognano.github.errors import BranchConflict
 from frognano.github.models import FileChange, PullState
 from frognano.log import bound_contextvars, get_logger
 from frognano.policy.models import EffectivePolicy
@@ -285,7 +286,13 @@ async def _commit(
     sha = await client.create_commit(
         pull.head_sha, changes, message, co_author=co_author.removeprefix("Co-authored-by: ")
     )
-    await client.upsert_branch(pull.head_ref, sha, app_login=app_login, base=pull.base_ref or None)
+    try:
+        await client.fast_forward(pull.head_ref, sha)
+    except BranchConflict:
+        text = "The branch moved while FrogNano worked on your request: nothing was committed."
+        await reply(client, pull.number, request.reply_key, request.commenter, text)
+        log.warning("followup.branch_moved")
+        return "moved"
     trajectory = out_dir / "trajectory.jsonl"
     story = story_of(read_events(trajectory).events) if trajectory.is_file() else None
     conclusion, title, summary, text = verification_check(report, story=story)

@@ -209,6 +209,25 @@ class GitDataOps(ClientCore):
         log.info("github.branch_moved", branch=branch, old=current, new=commit_sha)
         return "moved"
 
+    async def fast_forward(self, branch: str, commit_sha: str) -> None:
+        """Move `branch` to `commit_sha` only if that is a fast-forward (GitHub checks it in
+        the same request, so a push that lands after any earlier look at the branch is never
+        overwritten); else raise BranchConflict."""
+        try:
+            await self._request(
+                "PATCH",
+                f"/git/refs/heads/{urllib.parse.quote(branch)}",
+                f"fast-forward branch {branch}",
+                body={"sha": commit_sha, "force": False},
+            )
+        except GitHubRequestError as exc:
+            if "fast forward" not in str(exc).lower():
+                raise
+            raise BranchConflict(
+                f"{branch} moved on GitHub; {commit_sha[:12]} no longer follows its head"
+            ) from exc
+        log.info("github.branch_fast_forwarded", branch=branch, new=commit_sha)
+
 
 def _require_empty(dest: Path) -> None:
     if dest.exists() and any(dest.iterdir()):
