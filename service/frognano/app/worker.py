@@ -6,22 +6,22 @@
 # with jobs.from_job and hands the typed value on (run_issue.run_issue, command_job.run_command,
 # followup_job.run_follow_up, review_gate.review_gate).
 #
-# A run job writes a heartbeat (`IntakeQueue.alive_key`, every `heartbeat_seconds`,
-# expiring after `heartbeat_ttl`) while it runs. A worker that is killed stops beating; the
-# next worker to start, and every worker each `heartbeat_ttl`, releases such a job's arq
-# in-progress lock (`recover_orphans`), so it runs again now instead of when the lock
-# expires hours later.
+# Run and follow-up jobs write a heartbeat (`IntakeQueue.alive_key`, every
+# `heartbeat_seconds`, expiring after `heartbeat_ttl`) while they run (app/orphans.py). A
+# worker that is killed stops beating; the next worker to start, and every worker each
+# `heartbeat_ttl`, releases such a job's arq in-progress lock (`recover_orphans`), so it runs
+# again now instead of when the lock expires hours later.
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from arq.connections import RedisSettings
-from arq.constants import default_queue_name, in_progress_key_prefix, retry_key_prefix
+from arq.constants import default_queue_name
 from arq.typing import StartupShutdown
 from arq.worker import Function, Worker, func
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
@@ -49,6 +49,7 @@ from frognano.app.jobs import (
     from_job,
     serialize,
 )
+from frognano.app.orphans import heartbeat, recover_orphans
 from frognano.app.review_gate import review_gate
 from frognano.app.run_issue import RUN_MAX_TRIES, RunDeps, run_issue
 from frognano.app.triggers import CommandRequest, DropTokens, ReviewGateCheck, RunRequest
@@ -57,7 +58,7 @@ from frognano.github.auth import GitHubApp
 from frognano.github.retry import Transport
 from frognano.log import get_logger
 from frognano.policy.store import PolicyStore
-from frognano.sandbox.reaper import delete_attempt_pods, reap_namespace
+from frognano.sandbox.reaper import reap_namespace
 from frognano.settings import Settings
 
 __all__ = [
@@ -69,7 +70,6 @@ __all__ = [
     "drop_tokens_job",
     "follow_up_job",
     "functions",
-    "recover_orphans",
     "review_gate_job",
     "run_issue_job",
 ]
@@ -101,7 +101,7 @@ async def run_issue_job(ctx: dict[str, Any], *, run_id: str, request: RunJobData
     """arq job RUN_JOB: one run for one issue, beating while it runs. Returns how it ended."""
     deps: WorkerDeps = ctx["deps"]
     run = from_job(RunRequest, request)
-    async with _heartbeat(deps, str(ctx.get("job_id", run_id))):
+    async with heartbeat(deps, str(ctx.get("job_id", run_id))):
         return await run_issue(deps, run, run_id=run_id, attempt=int(ctx.get("job_try", 1)))
 
 
@@ -116,7 +116,8 @@ async def follow_up_job(ctx: dict[str, Any], *, request: FollowUpJobData) -> str
     deps: WorkerDeps = ctx["deps"]
     follow = from_job(FollowUpRequest, request)
     job_id, attempt = str(ctx.get("job_id", "")), int(ctx.get("job_try", 1))
-    return await run_follow_up(deps, follow, job_id=job_id, attempt=attempt)
+    async with heartbeat(deps, job_id):
+        return await run_follow_up(deps, follow, job_id=job_id, attempt=attempt)
 
 
 async def review_gate_job(ctx: dict[str, Any], *, request: ReviewJobData) -> str:
@@ -145,76 +146,6 @@ def functions() -> list[Function]:
         func(review_gate_job, name=REVIEW_JOB, timeout=300, max_tries=5),
         func(drop_tokens_job, name=DROP_TOKENS_JOB, timeout=60, max_tries=3),
     ]
-
-
-# -- heartbeats and orphans ---------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def _heartbeat(deps: WorkerDeps, job_id: str) -> AsyncIterator[None]:
-    key = deps.queue.alive_key(job_id)
-
-    async def beat() -> None:
-        while True:
-            await deps.queue.redis.set(key, b"1", px=int(deps.heartbeat_ttl * 1000))
-            await asyncio.sleep(deps.heartbeat_seconds)
-
-    beating = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        beating.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await beating
-        await deps.queue.redis.delete(key)
-
-
-async def recover_orphans(deps: WorkerDeps, *, queue_name: str, in_progress_ms: int) -> list[str]:
-    """Release run jobs whose worker died (killed, evicted, redeployed) so another worker
-    runs them again now, not when arq's in-progress lock expires hours later.
-
-    A job counts as orphaned when it is marked in progress, has had no heartbeat for
-    `heartbeat_ttl`, and started longer ago than that (so one that just started is safe).
-    Every stage of a run is idempotent, so the re-run finishes the work without duplicates.
-    """
-    redis = deps.queue.redis
-    released: list[str] = []
-    grace_ms = int(deps.heartbeat_ttl * 1000)
-    async for raw in redis.scan_iter(match=f"{in_progress_key_prefix}run:*"):
-        key = raw.decode() if isinstance(raw, bytes) else str(raw)
-        job_id = key.removeprefix(in_progress_key_prefix)
-        if await redis.zscore(queue_name, job_id) is None:
-            continue  # another queue's job, or finished
-        if await redis.exists(deps.queue.alive_key(job_id)):
-            continue
-        remaining = await redis.pttl(key)
-        if remaining > in_progress_ms - grace_ms:
-            continue  # started moments ago; its first heartbeat may not be written yet
-        # The dead attempt's sandbox pods go first, while the job is still locked, so the
-        # next attempt's pods cannot be caught by mistake.
-        await _delete_orphan_pods(deps, job_id)
-        if await redis.delete(key):
-            log.warning("worker.orphan_released", job_id=job_id)
-            deps.orphans.inc()
-            released.append(job_id)
-    return released
-
-
-async def _delete_orphan_pods(deps: WorkerDeps, job_id: str) -> None:
-    settings = deps.settings
-    if settings.sandbox != "kubernetes":
-        return  # a local sandbox died with its worker's process
-    attempt = await deps.queue.redis.get(retry_key_prefix + job_id)
-    if attempt is None:
-        return
-    run_id = job_id.rsplit(":", 1)[-1]  # run:{repo_id}:{number}:{run_id}
-    try:
-        await delete_attempt_pods(
-            settings.k8s_namespace, settings.k8s_kubeconfig, run_id, int(attempt)
-        )
-    except (FrogNanoError, ValueError) as exc:
-        # The reaper deletes them at their expiry; the run itself must not wait for that.
-        log.warning("worker.orphan_pods_left", job_id=job_id, error=str(exc))
 
 
 async def _reap_forever(settings: Settings) -> None:
