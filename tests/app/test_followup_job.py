@@ -103,6 +103,9 @@ async def test_a_writers_command_adds_one_verified_commit_that_needs_review_agai
     assert status["body"].startswith(status_marker(7))
     assert f"/pull/{pull}" in status["body"]
     assert f"check_run_id={found[VERIFICATION_CHECK]['id']}" in status["body"]
+    assert "**FrogNano added a commit to its pull request** (https://" in status["body"]
+    assert f"round 2, commit `{head[:12]}`, answering the review." in status["body"]
+    assert "opened" not in status["body"]  # not the first run's words
     # The follow-up's first message held the comment and the earlier diff.
     first_message = model.requests[len(FIX)]["messages"][1]["content"]
     assert "Document mean()." in first_message

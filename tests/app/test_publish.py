@@ -489,6 +489,8 @@ STAGES: list[status.Stage] = [
     status.Testing(run_id=RUN),
     status.Published(url="https://github.com/octo/hello/pull/12"),
     status.NoPullRequest(why=make_report()),
+    status.FollowUpCommitted(url="https://github.com/octo/hello/pull/12", sha="a" * 40, round=2),
+    status.FollowUpNoCommit(url="https://github.com/octo/hello/pull/12", why=make_report()),
     status.Cancelled(reason="the label was removed", run_id=RUN),
     status.Error(run_id=RUN),
 ]
@@ -522,6 +524,14 @@ def test_stage_texts() -> None:
     assert "cannot have drafts" in normal
     reason = comment(status.NoPullRequest(why="the agent gave up @bob"))
     assert "opened no pull request.**\n\nthe agent gave up @\u200dbob." in reason
+    url = "https://github.com/octo/hello/pull/12"
+    added = comment(status.FollowUpCommitted(url=url, sha="b" * 40, round=3, story_url=url + "/c"))
+    assert f"added a commit to its pull request** ({url}): round 3, commit `bbbbbbbbbbbb`" in added
+    assert "an approval of an older head does not count" in added
+    assert "[the verification check](https://github.com/octo/hello/pull/12/c)" in added
+    nothing = comment(status.FollowUpNoCommit(url=url, why=make_report()))
+    assert "**FrogNano added no commit to its pull request**" in nothing
+    assert "The pull request is as it was" in nothing
     cancelled = comment(status.Cancelled(reason="the label was removed"))
     assert "cancelled** (the label was removed)" in cancelled
     error = comment(status.Error(run_id=RUN))

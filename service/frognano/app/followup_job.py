@@ -34,7 +34,7 @@ from frognano.app.replies import reply
 from frognano.app.review import VERIFICATION_CHECK, ReviewOrigin, evaluate, review_marker
 from frognano.app.review_gate import complete_review_check, find_origins, review_gate
 from frognano.app.run_issue import PERMISSION_RANK, RunDeps
-from frognano.app.status import NoPullRequest, Published, Working, status_marker
+from frognano.app.status import FollowUpCommitted, FollowUpNoCommit, Working, status_marker
 from frognano.app.status_comment import StatusComment
 from frognano.app.texts import verification_check
 from frognano.app.triggers import ReviewGateCheck
@@ -216,7 +216,7 @@ async def _run(
             deps.settings, job, on_progress=status.progress(max_steps), on_stage=status.stage
         )
     if not outcome.patch_ready or outcome.follow_up is None or not outcome.follow_up.increment:
-        await status.say(NoPullRequest(why=outcome.report, run_id=run_id))
+        await status.say(FollowUpNoCommit(url=pull.html_url, why=outcome.report, run_id=run_id))
         log.info("followup.no_commit")
         return "no_commit"
     return await _commit(
@@ -314,7 +314,13 @@ async def _commit(
     await complete_review_check(client, sha, verdict)
     story_url = f"{pull.html_url}/checks?check_run_id={check_id}"
     await status.say(
-        Published(url=pull.html_url, draft=pull.draft, run_id=run_id, story_url=story_url)
+        FollowUpCommitted(
+            url=pull.html_url,
+            sha=sha,
+            round=report["follow_up"]["round"] if "follow_up" in report else 0,
+            run_id=run_id,
+            story_url=story_url,
+        )
     )
     log.info("followup.committed", sha=sha, files=len(changes))
     return "committed"

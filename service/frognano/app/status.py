@@ -14,6 +14,8 @@ __all__ = [
     "AlreadyRunning",
     "Cancelled",
     "Error",
+    "FollowUpCommitted",
+    "FollowUpNoCommit",
     "NoPullRequest",
     "Published",
     "Queued",
@@ -201,7 +203,61 @@ class Error:
         )
 
 
-Stage = Queued | AlreadyRunning | Working | Testing | Published | NoPullRequest | Cancelled | Error
+@dataclass(frozen=True, kw_only=True)
+class FollowUpCommitted:
+    """A follow-up run added the commit `sha` to the pull request at `url`."""
+
+    url: str
+    sha: str
+    round: int
+    run_id: str | None = None
+    story_url: str | None = None
+
+    def text(self) -> str:
+        story = (
+            f" What the agent did, step by step: [the verification check]({self.story_url})."
+            if self.story_url
+            else ""
+        )
+        return (
+            f"**FrogNano added a commit to its pull request** ({md(self.url)}): round "
+            f"{self.round}, commit `{self.sha[:12]}`, answering the review.\n\n"
+            "A human must review the new commit too: the "
+            f"`{HUMAN_REVIEW_CHECK}` check is back to waiting, since an approval of an older "
+            "head does not count." + story + _run(self.run_id)
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FollowUpNoCommit:
+    """A follow-up run on the pull request at `url` ended without a commit; `why` is its
+    report."""
+
+    url: str
+    why: RunReport
+    run_id: str | None = None
+
+    def text(self) -> str:
+        return (
+            f"**FrogNano added no commit to its pull request** ({md(self.url)}).\n\n"
+            + "\n".join(no_pull_request_reason(self.why))
+            + "\n\nThe pull request is as it was; you can ask again with a clearer review."
+            + _run(self.run_id or self.why["run_id"])
+        )
+
+
+Stage = (
+    Queued
+    | AlreadyRunning
+    | Working
+    | Testing
+    | Published
+    | NoPullRequest
+    | FollowUpCommitted
+    | FollowUpNoCommit
+    | Cancelled
+    | Error
+)
 """What the status comment can say. There is no `unauthorised` stage on purpose: a labeller
 without the required permission gets no comment at all (nothing that tells an outsider how the
 app is set up, and no bot-written noise an outsider could trigger at will); the worker only
