@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from frognano.agent.story import ARGUMENT_CHARS, Story, StoryLine, one_line, story_of
+from frognano.agent.story import ARGUMENT_CHARS, Story, StoryLine, clipped_line, story_of
 from frognano.agent.trajectory import TrajectoryWriter, read_events
 
 RECORDING = Path(__file__).resolve().parents[2] / "examples" / "recordings" / "calculator"
@@ -89,9 +89,9 @@ def test_a_cut_short_or_garbled_trajectory_still_tells_what_it_can() -> None:
 
 def test_long_arguments_are_cut_in_the_middle() -> None:
     command = "python -m pytest " + "x" * 500 + " --the-end"
-    line = one_line(command, ARGUMENT_CHARS)
+    line = clipped_line(command, ARGUMENT_CHARS)
     assert len(line) == ARGUMENT_CHARS
     assert line.startswith("python -m pytest xx")
     assert line.endswith("x --the-end")
     assert "..." in line
-    assert one_line("short", 10) == "short"
+    assert clipped_line("short", 10) == "short"

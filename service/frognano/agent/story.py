@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from frognano.agent.prompts import one_line
+
 # How much of a tool's arguments and result one line shows; whoever renders the story may cut
 # further to fit a size limit.
 ARGUMENT_CHARS = 160
@@ -41,9 +43,9 @@ class Story:
     compactions: int = 0
 
 
-def one_line(text: str, limit: int) -> str:
-    """`text` on one line (whitespace runs become one space), cut in the middle past `limit`."""
-    flat = " ".join(text.split())
+def clipped_line(text: str, limit: int) -> str:
+    """`text` on one line (prompts.one_line), cut in the middle past `limit` characters."""
+    flat = one_line(text)
     if len(flat) <= limit:
         return flat
     keep = max(0, limit - 3)
@@ -56,14 +58,14 @@ def _arguments(tool: str, raw: object) -> str:
     try:
         parsed = json.loads(text) if text.strip() else {}
     except ValueError:
-        return one_line(text, ARGUMENT_CHARS)
+        return clipped_line(text, ARGUMENT_CHARS)
     if not isinstance(parsed, dict):
-        return one_line(text, ARGUMENT_CHARS)
+        return clipped_line(text, ARGUMENT_CHARS)
     key = {"Bash": "command", "Glob": "pattern"}.get(tool, "file_path")
     value = parsed.get(key)
     if isinstance(value, str):
-        return one_line(value, ARGUMENT_CHARS)
-    return one_line(text, ARGUMENT_CHARS)
+        return clipped_line(value, ARGUMENT_CHARS)
+    return clipped_line(text, ARGUMENT_CHARS)
 
 
 def _outcome(tool: str, result: object, is_error: bool) -> str:
@@ -76,12 +78,12 @@ def _outcome(tool: str, result: object, is_error: bool) -> str:
     if not lines:
         return "(no output)"
     if is_error:
-        return one_line(lines[0], RESULT_CHARS)
+        return clipped_line(lines[0], RESULT_CHARS)
     if tool == "Bash":
-        return one_line(lines[-1], RESULT_CHARS)
+        return clipped_line(lines[-1], RESULT_CHARS)
     if tool == "Read":
         return f"{len(lines)} lines"
-    return one_line(lines[0], RESULT_CHARS)
+    return clipped_line(lines[0], RESULT_CHARS)
 
 
 def _int(value: object) -> int:
@@ -114,7 +116,9 @@ def story_of(events: Iterable[Mapping[str, Any]]) -> Story:
         elif kind == "run_end":
             end = event
     for step, content in answered.items():
-        lines.append(StoryLine(step, "answer", "", one_line(content, RESULT_CHARS) or "(empty)"))
+        lines.append(
+            StoryLine(step, "answer", "", clipped_line(content, RESULT_CHARS) or "(empty)")
+        )
     lines.sort(key=lambda line: line.step)  # stable: calls keep their order within a step
     stats = end.get("stats")
     stats = stats if isinstance(stats, Mapping) else {}
