@@ -10,13 +10,13 @@ import uuid
 import httpx
 from prometheus_client import CollectorRegistry
 
+from frognano.app.decisions import ReviewGateCheck
 from frognano.app.followup_job import run_follow_up
 from frognano.app.followups import FollowUpRequest
 from frognano.app.intake import IntakeQueue
 from frognano.app.replies import reply_marker
-from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
+from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK, parse_review_marker
 from frognano.app.status import status_marker
-from frognano.app.triggers import ReviewGateCheck
 from frognano.app.web import create_app
 from tests.app import test_worker
 from tests.app.test_worker import CALC, FIX, GUARD, REPO, World, checks
@@ -248,13 +248,19 @@ async def test_a_writers_review_with_the_command_is_one_follow_up_with_all_its_c
         assert "Document this function." in first_message
         assert "And say why it raises." in first_message
         assert "+        raise" in first_message
-        # A review without the command only re-evaluates the gate: bob approves the new head.
-        gh.submit_review(REPO, pull, user="bob", state="approved", commit_id=head)
-        check = ReviewGateCheck(100, REPO, world.repo_id, pull, head, f"r-{uuid.uuid4()}")
-        assert await world.submit(check) == "queued"
-        await world.work()
+        # A review without the command only re-evaluates the gate. Bob asked for this round:
+        # his approval of it is not independent (it counted before rounds recorded who
+        # asked); carol's is.
+        gh.add_collaborator(REPO, "carol", "write")
+        for reviewer, expected in (("bob", "action_required"), ("carol", "success")):
+            gh.submit_review(REPO, pull, user=reviewer, state="approved", commit_id=head)
+            check = ReviewGateCheck(100, REPO, world.repo_id, pull, head, f"r-{uuid.uuid4()}")
+            assert await world.submit(check) == "queued"
+            await world.work()
+            assert checks(gh, head)[HUMAN_REVIEW_CHECK]["conclusion"] == expected
     assert repo.branch_sha(BRANCH) == head
-    assert checks(gh, head)[HUMAN_REVIEW_CHECK]["conclusion"] == "success"
+    summary = checks(gh, head)[HUMAN_REVIEW_CHECK]["output"]["summary"]
+    assert "- @bob asked for round 2" in summary
     assert len(model.requests) == len(FIX) + len(doc_turns())
 
 
@@ -303,9 +309,13 @@ async def test_the_job_run_again_after_its_commit_adds_nothing(world: World) -> 
         asked = await command(world, pull, "/frognano document it")
         await world.work()
         head = repo.branch_sha(BRANCH)
-        # As arq runs a job again after a crash: the commit names the request, so it is done.
+        # As arq runs a job again after a crash: the round's record on its commit (the App's
+        # own check run) names the request, so it is done.
         again = await run_follow_up(world.deps, asked, job_id="followup:again", attempt=2)
     assert again == "committed"
     assert repo.branch_sha(BRANCH) == head
-    assert "FrogNano-Answers: " in repo.commits[head or ""]["message"]
+    marker = parse_review_marker(checks(world.fake, head or "")[VERIFICATION_CHECK]["external_id"])
+    assert marker is not None
+    assert (marker.round, marker.asked, marker.answers) == (2, ("alice",), asked.reply_key)
+    assert "FrogNano-Answers" not in repo.commits[head or ""]["message"]
     assert len(model.requests) == len(FIX) + len(doc_turns())

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
+from frognano.app.decisions import CommandRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
 from frognano.app.followups import FollowUpRequest
-from frognano.app.jobs import MalformedJob, deserialize, from_job, serialize, to_job
-from frognano.app.triggers import CommandRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
+from frognano.app.jobfields import MalformedJob
+from frognano.app.jobs import deserialize, from_job, serialize, to_job
 
 RUN = RunRequest(IssueRef(100, "acme/calc", 42, 7), "d-1", "alice", "frognano", "T", "B", 5)
 REVIEW = ReviewGateCheck(100, "acme/calc", 42, 12, "b" * 40, "r-1")
@@ -65,6 +66,16 @@ def test_a_review_follow_up_reads_back_and_one_queued_before_kind_is_a_comment()
     old = dict(to_job(review))
     del old["kind"]
     assert from_job(FollowUpRequest, old) == FOLLOW
+
+
+def test_a_push_check_names_its_pusher_and_one_queued_before_it_reads_as_none() -> None:
+    pushed = dataclasses.replace(REVIEW, pusher="mallory")
+    assert from_job(ReviewGateCheck, deserialize(serialize(to_job(pushed)))) == pushed
+    old = dict(to_job(pushed))
+    del old["pusher"]
+    assert from_job(ReviewGateCheck, old) == REVIEW
+    with pytest.raises(MalformedJob, match="'pusher' must be a string, not int"):
+        from_job(ReviewGateCheck, {**to_job(pushed), "pusher": 3})
 
 
 def test_keys_it_does_not_know_are_ignored() -> None:

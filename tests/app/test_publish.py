@@ -11,6 +11,8 @@ import pytest
 from frognano.agent.story import Story, StoryLine
 from frognano.app import status
 from frognano.app.commit import commit_message
+from frognano.app.decisions import ReviewGateCheck
+from frognano.app.ledger import Ledger, issue_digest
 from frognano.app.markdown import BODY_BUDGET, CHECK_BUDGET, neutralise, size
 from frognano.app.publish import Published, publish
 from frognano.app.review import (
@@ -27,7 +29,6 @@ from frognano.app.texts import (
     pull_request_title,
     verification_check,
 )
-from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import PUBLISH, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.errors import BranchConflict
@@ -642,6 +643,9 @@ POLICY = PublishPolicy(
 )
 
 
+ISSUE_BODY = "mean([]) raises ZeroDivisionError."
+
+
 async def run_publish(
     client: RepoClient,
     fake: FakeGitHub,
@@ -661,6 +665,7 @@ async def run_publish(
         base_branch="main",
         issue_number=7,
         issue_title="Crash on empty input",
+        issue_body=ISSUE_BODY,
         labeller=LABELLER,
         labeller_id=LABELLER_ID,
         run_id=RUN,
@@ -732,7 +737,11 @@ async def test_publish_end_to_end(fake: FakeGitHub, client: RepoClient) -> None:
     assert verification["id"] == published.verification_check_id
     assert verification["head_sha"] == published.commit_sha
     assert (verification["status"], verification["conclusion"]) == ("completed", "success")
-    assert parse_review_marker(verification["external_id"]) == ReviewOrigin(RUN, LABELLER, 7)
+    # The record of who started the run, and of the issue text as labelled, is the App's own.
+    digest = issue_digest("Crash on empty input", ISSUE_BODY)
+    assert parse_review_marker(verification["external_id"]) == ReviewOrigin(
+        RUN, LABELLER, 7, 1, (LABELLER,), None, digest
+    )
     assert "Fixed (failing before, passing now)" in verification["output"]["summary"]
     assert "FAILED test_flaky" in verification["output"]["text"]
     (human,) = runs_named(fake, HUMAN_REVIEW_CHECK)
@@ -812,14 +821,14 @@ async def test_publishing_twice_changes_nothing_new(
 
 @pytest.mark.usefixtures("people")
 async def test_a_rerun_keeps_an_approval(
-    fake: FakeGitHub, client: RepoClient, app: GitHubApp
+    fake: FakeGitHub, client: RepoClient, app: GitHubApp, ledger: Ledger
 ) -> None:
     first = await run_publish(client, fake)
     fake.submit_review(REPO, first.pull.number, user="bob", state="approved")
     repo = fake.repo(REPO)
     check = ReviewGateCheck(repo.installation_id, REPO, repo.id, first.pull.number,
                             first.commit_sha, "d-1")  # fmt: skip
-    assert await review_gate(app, check) == "success"
+    assert await review_gate(app, check, ledger) == "success"
     await run_publish(client, fake)
     (human,) = runs_named(fake, HUMAN_REVIEW_CHECK)
     assert human["conclusion"] == "success"

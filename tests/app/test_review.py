@@ -8,9 +8,13 @@ from typing import Any
 import httpx
 import pytest
 
+from frognano.app.decisions import ReviewGateCheck
+from frognano.app.ledger import Ledger
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
+    LABELLED,
     VERIFICATION_CHECK,
+    Excluded,
     ReviewOrigin,
     evaluate,
     parse_review_marker,
@@ -18,7 +22,6 @@ from frognano.app.review import (
     review_marker,
 )
 from frognano.app.review_gate import review_gate
-from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.errors import GitHubNotFound
@@ -43,9 +46,12 @@ def review(user: str, state: str, commit: str = HEAD) -> Review:
     return Review(user=user, state=state, commit_id=commit, user_type="User")
 
 
+STARTED = [Excluded(LABELLER, LABELLED)]
+
+
 def decide(reviews: list[Review], **permissions: str) -> Any:
     return evaluate(
-        reviews, head_sha=HEAD, labeller=LABELLER, app_login=APP, permissions=permissions
+        reviews, head_sha=HEAD, excluded=STARTED, app_login=APP, permissions=permissions
     )
 
 
@@ -77,17 +83,40 @@ def test_labeller_cannot_approve_even_with_another_case() -> None:
     assert "@Alice applied the label that started the FrogNano run" in verdict.summary
 
 
-def test_other_labellers_are_excluded_too() -> None:
+def test_who_asked_for_a_round_or_pushed_is_excluded_too_and_named_with_why() -> None:
+    excluded = [
+        *STARTED,
+        Excluded("Carol", "asked for round 2"),
+        Excluded("dave", "pushed 1234567"),
+    ]
     verdict = evaluate(
-        [approve("carol")],
+        [approve("carol"), approve("Dave")],
         head_sha=HEAD,
-        labeller=LABELLER,
+        excluded=excluded,
         app_login=APP,
-        permissions={"carol": "write"},
-        other_labellers=["Carol"],
+        permissions={"carol": "write", "dave": "write"},
     )
     assert verdict.conclusion == "action_required"
-    assert "other than @alice and @Carol" in verdict.summary
+    assert "other than @alice, @Carol and @dave" in verdict.summary
+    assert "- @carol asked for round 2" in verdict.summary
+    assert "- @Dave pushed 1234567" in verdict.summary
+    assert "Who may not approve: whoever started or steered" in verdict.summary
+    assert f"- @alice {LABELLED}\n- @Carol asked for round 2\n- @dave pushed 1234567" in (
+        verdict.summary
+    )
+
+
+def test_one_person_excluded_twice_shows_both_reasons() -> None:
+    excluded = [*STARTED, Excluded("alice", "asked for round 3"), Excluded("ALICE", LABELLED)]
+    verdict = evaluate(
+        [approve("alice")], head_sha=HEAD, excluded=excluded, app_login=APP, permissions={}
+    )
+    assert f"- @alice {LABELLED} and asked for round 3" in verdict.summary
+
+
+def test_nobody_excluded_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="at least the labeller"):
+        evaluate([], head_sha=HEAD, excluded=[], app_login=APP, permissions={})
 
 
 @pytest.mark.parametrize(
@@ -175,17 +204,37 @@ def test_permission_logins_asks_only_about_candidates() -> None:
         review("chatty", "COMMENTED"),
         approve("Carol"),
     ]
-    logins = permission_logins(reviews, head_sha=HEAD, labeller=LABELLER, app_login=APP)
+    logins = permission_logins(reviews, head_sha=HEAD, excluded=STARTED, app_login=APP)
     assert logins == ["bob", "Carol"]
 
 
 # -- the marker -----------------------------------------------------------------------------
 
 
+DIGEST = "d" * 64
+
+
 def test_marker_round_trip_and_format() -> None:
-    marker = review_marker("20250101-120000-abc123", "alice", 7)
-    assert marker == '{"run":"20250101-120000-abc123","labeller":"alice","issue":7}'
-    assert parse_review_marker(marker) == ReviewOrigin("20250101-120000-abc123", "alice", 7)
+    marker = review_marker("20250101-120000-abc123", "alice", 7, text=DIGEST)
+    assert marker == (
+        '{"run":"20250101-120000-abc123","labeller":"alice","issue":7,"round":1,'
+        f'"asked":["alice"],"answers":null,"text":"{DIGEST}"}}'
+    )
+    assert parse_review_marker(marker) == ReviewOrigin(
+        "20250101-120000-abc123", "alice", 7, 1, ("alice",), None, DIGEST
+    )
+    followup = review_marker("r", "alice", 7, round=3, asked=["bob", "carol", "bob"],
+                             answers="review-55")  # fmt: skip
+    assert parse_review_marker(followup) == ReviewOrigin(
+        "r", "alice", 7, 3, ("bob", "carol"), "review-55", None
+    )
+
+
+def test_a_marker_of_the_older_form_reads_as_a_round_of_unknown_asker() -> None:
+    old = '{"run":"20250101-120000-abc123","labeller":"alice","issue":7}'
+    assert parse_review_marker(old) == ReviewOrigin(
+        "20250101-120000-abc123", "alice", 7, None, (), None, None
+    )
 
 
 @pytest.mark.parametrize(
@@ -203,7 +252,14 @@ def test_marker_round_trip_and_format() -> None:
         '{"run":"r","labeller":"alice","issue":true}',
         '{"run":"r","labeller":"alice","issue":0}',
         '{"run":"r","labeller":"alice","issue":"7"}',
-        '{"run":"r","labeller":"alice","issue":7' + " " * 300 + "}",
+        '{"run":"r","labeller":"alice","issue":7' + " " * 1500 + "}",
+        '{"run":"r","labeller":"alice","issue":7,"round":1,"asked":[],"answers":null,"text":null}',
+        '{"run":"r","labeller":"alice","issue":7,"round":0,"asked":["a"],"answers":null,"text":null}',
+        '{"run":"r","labeller":"alice","issue":7,"round":2,"asked":["@a"],"answers":null,"text":null}',
+        '{"run":"r","labeller":"alice","issue":7,"round":2,"asked":["a"],"answers":"x y",'
+        '"text":null}',
+        '{"run":"r","labeller":"alice","issue":7,"round":2,"asked":["a"],"answers":null,"text":"ab"}',
+        '{"run":"r","labeller":"alice","issue":7,"round":2,"asked":["a"],"answers":null}',
     ],
 )
 def test_parse_rejects_anything_else(text: str | None) -> None:
@@ -217,6 +273,21 @@ def test_parse_rejects_anything_else(text: str | None) -> None:
 def test_marker_refuses_bad_values(run_id: str, labeller: str, issue: int) -> None:
     with pytest.raises(ValueError, match="is not"):
         review_marker(run_id, labeller, issue)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"round": 0},
+        {"asked": ["x[bot]"]},
+        {"answers": "a b"},
+        {"text": "abc"},
+        {"asked": [f"u{n}" for n in range(30)]},
+    ],
+)
+def test_marker_refuses_bad_round_values(extra: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"is not|at most"):
+        review_marker("r", "alice", 1, **extra)
 
 
 # -- the job against the fake GitHub --------------------------------------------------------
@@ -255,10 +326,15 @@ async def verify(client: RepoClient, sha: str, marker: str | None) -> None:
         await client.set_check_run_external_id(run, marker)
 
 
-async def gate(fake: FakeGitHub, app: GitHubApp, pull: Pull) -> str:
+async def gate(
+    fake: FakeGitHub, app: GitHubApp, pull: Pull, ledger: Ledger, pusher: str | None = None
+) -> str:
+    """The review gate on `pull`; `pusher`: as for a synchronize delivery `pusher` sent."""
     repo = fake.repo(REPO)
-    check = ReviewGateCheck(repo.installation_id, REPO, repo.id, pull.number, pull.head, "d-1")
-    return await review_gate(app, check)
+    check = ReviewGateCheck(
+        repo.installation_id, REPO, repo.id, pull.number, pull.head, "d-1", pusher
+    )
+    return await review_gate(app, check, ledger)
 
 
 def human_check(fake: FakeGitHub, sha: str) -> dict[str, Any]:
@@ -276,18 +352,18 @@ MARKER = review_marker("run-1", LABELLER, 7)
 
 
 async def test_writer_approval_passes_and_permissions_are_read_from_the_api(
-    fake: FakeGitHub, app: GitHubApp, client: RepoClient
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger
 ) -> None:
     pull = await publish(fake, client, marker=MARKER)
     fake.add_collaborator(REPO, "bob", "write")
-    assert await gate(fake, app, pull) == "action_required"  # nobody has reviewed yet
+    assert await gate(fake, app, pull, ledger) == "action_required"  # nobody has reviewed yet
     fake.submit_review(REPO, pull.number, user="bob", state="approved")
-    assert await gate(fake, app, pull) == "success"
+    assert await gate(fake, app, pull, ledger) == "success"
     check = human_check(fake, pull.head)  # edited in place, not a second run
     assert (check["conclusion"], check["output"]["title"]) == ("success", "Approved by @bob")
 
     fake.add_collaborator(REPO, "bob", "read")  # demoted: the next evaluation sees it
-    assert await gate(fake, app, pull) == "action_required"
+    assert await gate(fake, app, pull, ledger) == "action_required"
     assert "@bob has read access" in human_check(fake, pull.head)["output"]["summary"]
     asked = fake.requests_to("GET", r"/collaborators/.*/permission$")
     assert {r.path.rsplit("/", 2)[-2] for r in asked} == {"bob"}
@@ -305,6 +381,7 @@ async def test_approvals_that_do_not_count(
     fake: FakeGitHub,
     app: GitHubApp,
     client: RepoClient,
+    ledger: Ledger,
     *,
     user: str,
     setup: str | None,
@@ -316,7 +393,7 @@ async def test_approvals_that_do_not_count(
     elif setup is not None:
         fake.add_collaborator(REPO, user, setup)
     fake.submit_review(REPO, pull.number, user=user, state="approved")
-    assert await gate(fake, app, pull) == "action_required"
+    assert await gate(fake, app, pull, ledger) == "action_required"
     summary = human_check(fake, pull.head)["output"]["summary"]
     assert f"needs an approving review of {pull.head[:7]} from someone with write" in summary
     assert "other than @alice" in summary
@@ -324,17 +401,17 @@ async def test_approvals_that_do_not_count(
 
 
 async def test_a_new_push_needs_a_new_approval(
-    fake: FakeGitHub, app: GitHubApp, client: RepoClient
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger
 ) -> None:
     first = await publish(fake, client, marker=MARKER)
     fake.add_collaborator(REPO, "bob", "write")
     fake.submit_review(REPO, first.number, user="bob", state="approved")
-    assert await gate(fake, app, first) == "success"
+    assert await gate(fake, app, first, ledger) == "success"
     # A new run of the same issue moves the branch to a new commit of the app's.
     second = await publish(fake, client, marker=review_marker("run-2", "carol", 7), content=b"2")
     assert (second.number, second.head != first.head) == (first.number, True)
     stale = Pull(first.number, first.head)  # the delivery names the old head: it is re-read
-    assert await gate(fake, app, stale) == "action_required"
+    assert await gate(fake, app, stale, ledger) == "action_required"
     summary = human_check(fake, second.head)["output"]["summary"]
     assert f"@bob approved {first.head[:7]}, not the current head {second.head[:7]}" in summary
     assert "other than @carol" in summary  # the new run's labeller
@@ -343,32 +420,32 @@ async def test_a_new_push_needs_a_new_approval(
 
 @pytest.mark.parametrize("later", ["changes_requested", "dismissed"])
 async def test_a_later_review_withdraws_the_approval(
-    fake: FakeGitHub, app: GitHubApp, client: RepoClient, later: str
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger, later: str
 ) -> None:
     pull = await publish(fake, client, marker=MARKER)
     fake.add_collaborator(REPO, "bob", "write")
     fake.submit_review(REPO, pull.number, user="bob", state="approved")
-    assert await gate(fake, app, pull) == "success"
+    assert await gate(fake, app, pull, ledger) == "success"
     fake.submit_review(REPO, pull.number, user="bob", state=later)
-    assert await gate(fake, app, pull) == "action_required"
+    assert await gate(fake, app, pull, ledger) == "action_required"
     assert human_check(fake, pull.head)["conclusion"] == "action_required"
 
 
 @pytest.mark.parametrize("marker", [None, "not json", '{"run":"r","labeller":"@x","issue":7}'])
 async def test_without_a_marker_the_gate_explains_it_cannot_verify(
-    fake: FakeGitHub, app: GitHubApp, client: RepoClient, marker: str | None
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger, marker: str | None
 ) -> None:
     pull = await publish(fake, client, marker=marker)
     fake.add_collaborator(REPO, "bob", "write")
     fake.submit_review(REPO, pull.number, user="bob", state="approved")
-    assert await gate(fake, app, pull) == "action_required"
+    assert await gate(fake, app, pull, ledger) == "action_required"
     check = human_check(fake, pull.head)
     assert check["output"]["title"] == "Not a FrogNano run the gate can verify"
     assert "not opened by a FrogNano run it can verify" in check["output"]["summary"]
 
 
 async def test_a_pull_request_a_human_opened_is_not_verified(
-    fake: FakeGitHub, app: GitHubApp, client: RepoClient, transport: Transport
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger, transport: Transport
 ) -> None:
     pull = await publish(fake, client, marker=MARKER)
     fake.add_collaborator(REPO, "bob", "write")
@@ -380,21 +457,21 @@ async def test_a_pull_request_a_human_opened_is_not_verified(
         bob.close()
     fake.submit_review(REPO, mine.number, user="carol", state="approved")
     fake.add_collaborator(REPO, "carol", "write")
-    assert await gate(fake, app, Pull(mine.number, pull.head)) == "action_required"
+    assert await gate(fake, app, Pull(mine.number, pull.head), ledger) == "action_required"
     runs = [r for r in fake.repo(REPO).check_runs.values() if r["name"] == HUMAN_REVIEW_CHECK]
     assert "opened by @bob, not by this app" in runs[0]["output"]["summary"]
 
 
 async def test_a_failure_blocks_the_check_and_raises(
-    fake: FakeGitHub, app: GitHubApp, client: RepoClient
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger
 ) -> None:
     pull = await publish(fake, client, marker=MARKER)
     fake.add_collaborator(REPO, "bob", "write")
     fake.submit_review(REPO, pull.number, user="bob", state="approved")
-    assert await gate(fake, app, pull) == "success"
+    assert await gate(fake, app, pull, ledger) == "success"
     fake.fail_next("GET", r"/reviews$", status=404, body={"message": "Not Found"})
     with pytest.raises(GitHubNotFound):
-        await gate(fake, app, pull)
+        await gate(fake, app, pull, ledger)
     check = human_check(fake, pull.head)
     assert (check["conclusion"], check["output"]["title"]) == (
         "action_required",
@@ -402,27 +479,86 @@ async def test_a_failure_blocks_the_check_and_raises(
     )
 
 
-async def test_a_human_push_on_top_keeps_the_labeller_from_the_apps_commit(
-    fake: FakeGitHub, app: GitHubApp, client: RepoClient, transport: Transport
-) -> None:
-    pull = await publish(fake, client, marker=MARKER)
-    fake.add_collaborator(REPO, "bob", "write")
+async def _bob_pushes(fake: FakeGitHub, transport: Transport, on: str, author: str | None) -> str:
+    """Bob pushes a commit on top of `on` (a fast-forward of the branch); `author`: the
+    e-mail address he gives it (None: his own, as GitHub's API sets it)."""
     token = fake.add_user_token("bob")
     bob = RepoClient(REPO, token, transport=transport)
+    change = [FileChange("src/app.py", "100644", b"tweak\n")]
     try:
-        pushed = await bob.create_commit(
-            pull.head, [FileChange("src/app.py", "100644", b"tweak\n")], "tweak"
-        )
+        if author is None:
+            pushed = await bob.create_commit(on, change, "tweak")
+        else:  # the Git Data API lets a pusher name any author
+            async with httpx.AsyncClient(
+                base_url=fake.base_url, headers={"Authorization": f"token {token}"}
+            ) as http:
+                tree = await http.post(f"/repos/{REPO}/git/trees", json={"base_tree": on,
+                    "tree": [{"path": "src/app.py", "mode": "100644", "type": "blob",
+                              "content": "tweak\n"}]})  # fmt: skip
+                made = await http.post(f"/repos/{REPO}/git/commits", json={
+                    "message": "FrogNano draft", "tree": tree.json()["sha"], "parents": [on],
+                    "author": {"name": "frognano[bot]", "email": author}})  # fmt: skip
+                pushed = str(made.json()["sha"])
     finally:
         bob.close()
     async with httpx.AsyncClient(
         base_url=fake.base_url, headers={"Authorization": f"token {token}"}
-    ) as http:  # bob pushes on top (a fast-forward)
+    ) as http:
         moved = await http.patch(f"/repos/{REPO}/git/refs/heads/{BRANCH}", json={"sha": pushed})
         assert moved.status_code == 200
+    return pushed
+
+
+async def test_a_human_push_on_top_keeps_the_labeller_and_the_pusher_from_approving(
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger, transport: Transport
+) -> None:
+    pull = await publish(fake, client, marker=MARKER)
+    fake.add_collaborator(REPO, "bob", "write")
+    pushed = await _bob_pushes(fake, transport, pull.head, author=None)
     fake.add_collaborator(REPO, "carol", "write")
+    # The synchronize delivery bob's push sends records him as its pusher; his own approval
+    # of what he pushed is not independent (this counted before the pusher was recorded).
+    head = Pull(pull.number, pushed)
+    assert await gate(fake, app, head, ledger, pusher="bob") == "action_required"
     fake.submit_review(REPO, pull.number, user=LABELLER, state="approved", commit_id=pushed)
-    fake.submit_review(REPO, pull.number, user="carol", state="approved", commit_id=pushed)
-    assert await gate(fake, app, Pull(pull.number, pushed)) == "success"
+    fake.submit_review(REPO, pull.number, user="bob", state="approved", commit_id=pushed)
+    assert await gate(fake, app, head, ledger) == "action_required"
     summary = human_check(fake, pushed)["output"]["summary"]
-    assert "@alice applied the label" in summary
+    assert f"- @bob pushed {pushed[:7]}" in summary
+    assert f"- @alice {LABELLED}" in summary
+    fake.submit_review(REPO, pull.number, user="carol", state="approved", commit_id=pushed)
+    assert await gate(fake, app, head, ledger) == "success"
+    assert "@carol (write) approved" in human_check(fake, pushed)["output"]["summary"]
+
+
+async def test_a_head_nobody_is_recorded_to_have_pushed_counts_no_approval(
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger, transport: Transport
+) -> None:
+    pull = await publish(fake, client, marker=MARKER)
+    fake.add_collaborator(REPO, "bob", "write")
+    fake.add_collaborator(REPO, "carol", "write")
+    pushed = await _bob_pushes(fake, transport, pull.head, author=None)
+    # No synchronize delivery reached FrogNano: it cannot tell whether carol pushed it.
+    fake.submit_review(REPO, pull.number, user="carol", state="approved", commit_id=pushed)
+    assert await gate(fake, app, Pull(pull.number, pushed), ledger) == "action_required"
+    check = human_check(fake, pushed)
+    assert check["output"]["title"] == f"No record of who must not approve {pushed[:7]}"
+    assert "has no record of who pushed it" in check["output"]["summary"]
+
+
+async def test_a_commit_authored_as_the_app_is_not_frognanos(
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger, transport: Transport
+) -> None:
+    """Bob gives his commit the App's e-mail address: GitHub links it to the App's account,
+    but it carries none of FrogNano's records, so it is his push (and his approval of it does
+    not count)."""
+    pull = await publish(fake, client, marker=MARKER)
+    fake.add_collaborator(REPO, "bob", "write")
+    bot = fake.bot_login
+    app_email = f"{fake._user(bot)['id']}+{bot}@users.noreply.github.com"
+    pushed = await _bob_pushes(fake, transport, pull.head, author=app_email)
+    commits = await client.pull_commits(pull.number)
+    assert [c.author for c in commits] == [bot, bot]  # GitHub's link says: the App's
+    fake.submit_review(REPO, pull.number, user="bob", state="approved", commit_id=pushed)
+    assert await gate(fake, app, Pull(pull.number, pushed), ledger, "bob") == "action_required"
+    assert f"- @bob pushed {pushed[:7]}" in human_check(fake, pushed)["output"]["summary"]

@@ -27,6 +27,13 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from frognano.app.command_job import run_command
+from frognano.app.decisions import (
+    CancelRequest,
+    CommandRequest,
+    IssueRef,
+    ReviewGateCheck,
+    RunRequest,
+)
 from frognano.app.intake import (
     COMMAND_JOB,
     DROP_TOKENS_JOB,
@@ -39,13 +46,6 @@ from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.app.run_issue import run_issue
 from frognano.app.status import status_marker
-from frognano.app.triggers import (
-    CancelRequest,
-    CommandRequest,
-    IssueRef,
-    ReviewGateCheck,
-    RunRequest,
-)
 from frognano.app.web import create_app
 from frognano.app.worker import FrogNanoWorker, WorkerDeps, build_worker, functions
 from frognano.github.client import RepoClient

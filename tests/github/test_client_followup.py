@@ -47,8 +47,10 @@ async def test_a_reviews_line_comments_in_order(fake: FakeGitHub, client: RepoCl
     )
     fake.submit_review(REPO, pull.number, user="alice", state="commented")
     assert await client.review_comments(pull.number, review["id"]) == [
-        ReviewComment("a.txt", 1, "@@ -0,0 +1 @@\n+1", "say 2"),
-        ReviewComment("b.py", 3, "@@ x", "and here"),
+        ReviewComment("a.txt", 1, "@@ -0,0 +1 @@\n+1", "say 2", "alice"),
+        ReviewComment("b.py", 3, "@@ x", "and here", "alice"),
     ]
     second = review["id"] + 2  # ids are handed out in order: the review, then its comments
-    assert await client.review_comment(second) == ReviewComment("b.py", 3, "@@ x", "and here")
+    assert await client.review_comment(second) == ReviewComment(
+        "b.py", 3, "@@ x", "and here", "alice"
+    )

@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 from frognano.app.commands import BASE, RETRY, STOP, word_base
+from frognano.app.decisions import CancelRequest, CommandRequest, RunRequest
 from frognano.app.intake import Submission
 from frognano.app.replies import reply
 from frognano.app.run_issue import PERMISSION_RANK, RunDeps
-from frognano.app.triggers import CancelRequest, CommandRequest, RunRequest
 from frognano.github.auth import ACKNOWLEDGE
 from frognano.github.client import RepoClient
 from frognano.log import bound_contextvars, get_logger
@@ -49,8 +49,12 @@ async def run_command(deps: RunDeps, request: CommandRequest) -> str:
             if status == "nothing_to_cancel":
                 await _reply(client, request, "There is no queued or running run here to stop.")
         elif word == RETRY or word.startswith(BASE):
-            status = _status(await deps.queue.retry_run(_retry(request)))
-            if status == "already_running":
+            # A run queued for someone who may not start one (a triage user's label) ends
+            # refused, and what waits for it is queued then: this retry waits too, rather
+            # than be answered "already running" and dropped.
+            wait = await _held_by_outsider(deps, client, request, policy.trigger.min_permission)
+            status = _status(await deps.queue.retry_run(_retry(request), wait=wait))
+            if status == "already_running" and not wait:
                 await _reply(
                     client,
                     request,
@@ -69,6 +73,19 @@ async def run_command(deps: RunDeps, request: CommandRequest) -> str:
             return "unknown"
         log.info("command.done", command=word, status=status)
         return f"{word}:{status}"
+
+
+async def _held_by_outsider(
+    deps: RunDeps, client: RepoClient, request: CommandRequest, least: str
+) -> bool:
+    """Whether the issue's queued or running run belongs to someone below `least` (its
+    labeller's permission read from GitHub, as its own job will read it)."""
+    issue = request.issue
+    current = await deps.queue.current_run(issue.repo_id, issue.number)
+    holder = (current or {}).get("labeller")
+    if not holder:
+        return False
+    return PERMISSION_RANK.get(await client.permission(holder), 0) < PERMISSION_RANK[least]
 
 
 def _status(submission: Submission) -> str:

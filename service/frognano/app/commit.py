@@ -11,6 +11,18 @@ _SUBJECT_WIDTH = 72
 _WRAP_WIDTH = 72
 _COMMIT_SUMMARY_CHARS = 4_000
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
+# A line git (and GitHub) could read as a trailer: `Token: value`, the token letters, digits
+# and hyphens. Model text never gets to write one: FrogNano's own records are not in commit
+# messages, but a `Co-authored-by:` or `Signed-off-by:` line still means something to people
+# and tools reading them.
+_TRAILER_SHAPED = re.compile(r"^(\s*[A-Za-z0-9][A-Za-z0-9-]*)(\s*:)", re.MULTILINE)
+_ZWJ = "\u200d"
+
+
+def no_trailers(text: str) -> str:
+    """`text` with a zero-width joiner before the colon of every trailer-shaped line, so no
+    line of it parses as a trailer (git allows only letters, digits and `-` before it)."""
+    return _TRAILER_SHAPED.sub(lambda m: m.group(1) + _ZWJ + m.group(2), text)
 
 
 def _wrap(text: str) -> str:
@@ -62,8 +74,8 @@ def commit_message(
     co_author_id: int | None,
 ) -> str:
     """A subject of at most 72 characters, the agent's summary wrapped at 72 columns (no
-    mention, closing keyword or trailer survives from it or from the title), and the
-    `Co-authored-by:` trailer crediting whoever asked for the run."""
+    mention, closing keyword or trailer-shaped line survives from it or from the title), and
+    the `Co-authored-by:` trailer crediting whoever asked for the run."""
     title = single_line(issue_title) or "(untitled issue)"
     subject = shorten(f"FrogNano draft for #{issue_number}: {title}", _SUBJECT_WIDTH)
     body = neutralise(summary).strip()
@@ -73,6 +85,6 @@ def commit_message(
         body = body[:_COMMIT_SUMMARY_CHARS].rstrip() + f"\n\n… ({cut:,} characters cut)"
     lines = [subject, ""]
     if body:
-        lines += [_wrap(body), ""]
+        lines += [no_trailers(_wrap(body)), ""]  # after wrapping: a wrap starts lines
     lines.append(co_author_trailer(co_author_login, co_author_id))
     return "\n".join(lines) + "\n"

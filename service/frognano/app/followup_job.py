@@ -5,22 +5,26 @@
 # 1. The commenter's permission, read from GitHub (the payload says who, not what they may
 #    do): below `trigger.min_permission`, nothing at all, not even a reply.
 # 2. The pull request: the App's (opened by the App from a branch under the policy's prefix,
-#    with the App's verification check naming the run that opened it), else nothing. A closed
-#    one, the cap (`publish.max_followups`, counted as the App's commits on it less the
-#    first), or a commit on it by anyone else: one short reply, no run.
+#    with FrogNano's records on its commits, pull_history.py), else nothing. A request one of
+#    its rounds already answers (a re-run after a crash): done. A closed one, the cap
+#    (`publish.max_followups`, counted as FrogNano's commits on it less the first), a commit
+#    on it that FrogNano did not make, or an issue whose labelled text FrogNano cannot tell
+#    (labelled.py): one short reply, no run.
 # 3. One follow-up at a time per pull request (intake_scripts.PullLock): a command arriving
 #    while another runs waits (arq's Retry) and runs after it, checks 1 and 2 read again.
-# 4. 👀 on the comment; the original base (the first commit's parent) and the head, both
-#    downloaded; the pipeline with `follow_up`; the issue's status comment kept current.
-# 5. One commit on the head (no author: GitHub signs it as the App; a `FrogNano-Answers:` line
-#    names the request, so a re-run of the job finds it done) moving the branch only if
-#    it still points at that head; both check runs on the new head: verification with the
-#    story and the marker of the original run, human review `action_required` again (an
-#    approval of an older head never counts).
+# 4. 👀 on the comment (and a note when the issue changed since it was labelled); the
+#    original base (the first commit's parent) and the head, both downloaded; the pipeline
+#    with `follow_up`, on the issue as labelled; the issue's status comment kept current.
+# 5. One commit on the head (no author: GitHub signs it as the App), both check runs on it
+#    BEFORE the branch moves: verification with the story and this round's marker (the run,
+#    the round, who asked for it and the request it answers: the record a re-run finds),
+#    human review `action_required` (an approval of an older head never counts, and whoever
+#    asked for this round is not independent of it); then the branch, fast-forward only.
 
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from arq.worker import Retry
@@ -29,15 +33,18 @@ from frognano.agent.followup import Review, ReviewComment
 from frognano.agent.story import story_of
 from frognano.agent.trajectory import read_events
 from frognano.app.commit import co_author_trailer, commit_message
-from frognano.app.followups import FollowUpRequest, answered, app_commits, followups_done
+from frognano.app.decisions import ReviewGateCheck
+from frognano.app.followups import FollowUpRequest
+from frognano.app.labelled import changed_notice, issue_texts
+from frognano.app.ledger import LabelledIssue
+from frognano.app.pull_history import PullHistory, read_history
 from frognano.app.replies import reply
-from frognano.app.review import VERIFICATION_CHECK, ReviewOrigin, evaluate, review_marker
-from frognano.app.review_gate import complete_review_check, find_origins, review_gate
+from frognano.app.review import VERIFICATION_CHECK, Excluded, evaluate, review_marker
+from frognano.app.review_gate import complete_review_check, review_gate
 from frognano.app.run_issue import PERMISSION_RANK, RunDeps
 from frognano.app.status import FollowUpCommitted, FollowUpNoCommit, Working, status_marker
 from frognano.app.status_comment import StatusComment
 from frognano.app.texts import verification_check
-from frognano.app.triggers import ReviewGateCheck
 from frognano.github.auth import FETCH, PUBLISH, Permissions
 from frognano.github.client import RepoClient
 from frognano.github.errors import BranchConflict
@@ -81,7 +88,7 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
             # The review counts for the gate exactly as one without the command would.
             check = ReviewGateCheck(request.installation_id, request.repo, request.repo_id,
                                     request.pull_number, "", request.delivery_id)  # fmt: skip
-            await review_gate(deps.app, check)
+            await review_gate(deps.app, check, deps.ledger)
         policy = deps.policies.current.for_repo(request.repo)
         if not policy.enabled:
             log.info("followup.disabled")
@@ -97,16 +104,29 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
         if not ours or pull.author.casefold() != app_login.casefold():
             log.info("followup.not_ours", branch=pull.head_ref, author=pull.author)
             return "not_ours"
-        origins = await find_origins(ack, pull.number, pull.head_sha)
-        if not origins:
+        pushers = await deps.ledger.pushers(request.repo_id, pull.number)
+        history = await read_history(ack, pull.number, pull.head_sha, pushers)
+        if history.origin is None:
             log.info("followup.no_origin")
             return "not_ours"
-        if answered(await ack.pull_commits(pull.number), app_login, request):
+        if history.answered(request.reply_key) is not None:
             log.info("followup.already_committed")
             return "committed"
-        refusal = await _refusal(ack, pull, policy, app_login)
-        if refusal is not None:
-            what, text = refusal
+        refusal = _refusal(pull, history, policy)
+        texts = await issue_texts(deps.ledger, ack, history.origin)
+        if refusal is None and texts.labelled is None:
+            refusal = (
+                "no_text",
+                (
+                    f"FrogNano no longer knows the text of issue #{history.origin.issue} as it was "
+                    "labelled, and the issue does not read exactly as it did then: it works from "
+                    "no text that nobody with write access labelled. Comment "
+                    f"`{policy.trigger.command} retry` on the issue for a new run from its "
+                    "text now."
+                ),
+            )
+        if refusal is not None or texts.labelled is None:
+            what, text = refusal or ("no_text", "")
             log.info("followup.refused", why=what)
             await reply(ack, pull.number, request.reply_key, request.commenter, text)
             return what
@@ -115,13 +135,18 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
             log.info("followup.waiting", running=holder)
             raise Retry(defer=deps.busy_retry_seconds)
         try:
+            notice = changed_notice(texts, policy.trigger.command)
+            if notice is not None:
+                await reply(ack, pull.number, f"{request.reply_key}.issue", request.commenter,
+                            notice)  # fmt: skip
             return await _run(
                 deps,
                 request,
                 policy=policy,
                 ack=ack,
                 pull=pull,
-                origin=origins[0],
+                history=history,
+                labelled=texts.labelled,
                 attempt=attempt,
             )
         finally:
@@ -134,21 +159,20 @@ async def _client(deps: RunDeps, request: FollowUpRequest, permissions: Permissi
     )
 
 
-async def _refusal(
-    client: RepoClient, pull: PullState, policy: EffectivePolicy, app_login: str
+def _refusal(
+    pull: PullState, history: PullHistory, policy: EffectivePolicy
 ) -> tuple[str, str] | None:
     """Why a writer's follow-up cannot be served, and the reply saying so; None: it can."""
     if pull.state != "open":
         how = "merged" if pull.merged else "closed"
         return "closed", f"This pull request is {how}: FrogNano adds no commit to it."
-    commits = await client.pull_commits(pull.number)
     cap = policy.publish.max_followups
-    if followups_done(commits, app_login) >= cap:
+    if history.followups >= cap:
         return "cap", (
             f"This pull request has had its {cap} follow-up commit{'s' if cap != 1 else ''} "
             "(the policy's `publish.max_followups`): FrogNano adds no more to it."
         )
-    if len(app_commits(commits, app_login)) != len(commits):
+    if history.foreign:
         return "pushed", (
             "Someone else pushed to this pull request's branch: FrogNano only adds commits "
             "to a branch that holds its own."
@@ -163,27 +187,25 @@ async def _run(
     policy: EffectivePolicy,
     ack: RepoClient,
     pull: PullState,
-    origin: ReviewOrigin,
+    history: PullHistory,
+    labelled: LabelledIssue,
     attempt: int,
 ) -> str:
-    """Steps 4 and 5 above, holding the pull request."""
+    """Step 4 above, holding the pull request."""
     run_id = new_run_id()
     if request.kind == "comment":  # a review itself has no reactions on GitHub
         await ack.react_to_comment(request.comment_id, "eyes")
     elif request.kind == "review_comment":
         await ack.react_to_review_comment(request.comment_id, "eyes")
-    issue = await ack.issue(origin.issue)
     status = StatusComment(
         ack,
-        origin.issue,
-        status_marker(origin.issue),
+        labelled.issue,
+        status_marker(labelled.issue),
         queue=deps.queue,
         repo_id=request.repo_id,
         run_id=run_id,
     )
-    app_login = await deps.app.app_login()
-    commits = await ack.pull_commits(pull.number)
-    base_sha = commits[0].parent
+    base_sha = history.ours[0].parent
     if base_sha is None:
         raise ValueError(f"the first commit of #{pull.number} has no parent")
     out_dir = deps.settings.trajectory_dir / run_id / f"attempt-{attempt}"
@@ -191,12 +213,12 @@ async def _run(
     with bound_contextvars(run_id=run_id), tempfile.TemporaryDirectory(prefix="frognano-") as tmp:
         base = await fetch.download_tree(base_sha, Path(tmp) / "base")
         head = await fetch.download_tree(pull.head_sha, Path(tmp) / "head")
-        review = await _review(ack, request)
+        review, asked = await _review(ack, request)
         job = SolveJob(
             repo_dir=base,
             exclude=(),
-            title=issue.title,
-            body=issue.body,
+            title=labelled.title,
+            body=labelled.body,
             out_dir=out_dir,
             repo=request.repo,
             policy=policy,
@@ -206,9 +228,7 @@ async def _run(
             sandbox_labels={ATTEMPT: str(attempt)},
             baseline_cache=RedisCache(deps.queue.redis),
             wait_for_model=True,
-            follow_up=FollowUp(
-                head, review, round=followups_done(commits, app_login) + 2, head_exclude=()
-            ),
+            follow_up=FollowUp(head, review, round=history.followups + 2, head_exclude=()),
         )
         max_steps = policy.agent.max_steps
         await status.say(Working(step=0, max_steps=max_steps, run_id=run_id))
@@ -219,34 +239,56 @@ async def _run(
         await status.say(FollowUpNoCommit(url=pull.html_url, why=outcome.report, run_id=run_id))
         log.info("followup.no_commit")
         return "no_commit"
-    return await _commit(
-        deps,
-        request,
-        pull=pull,
-        origin=origin,
-        outcome=outcome,
-        status=status,
-        run_id=run_id,
-        out_dir=out_dir,
-    )
+    round_ = _Round(history, labelled, history.followups + 2, asked)
+    return await _commit(deps, request, pull=pull, round_=round_, outcome=outcome,
+                         status=status, run_id=run_id, out_dir=out_dir)  # fmt: skip
 
 
-async def _review(client: RepoClient, request: FollowUpRequest) -> Review:
-    """What the agent answers: the comment, the review's body and all its line comments, or
-    one line comment (re-read from GitHub, with its file, line and diff hunk)."""
-    if request.kind == "comment":
-        return Review(body=request.body)
-    if request.kind == "review_comment":
-        one = await client.review_comment(request.comment_id)
-        return Review(
-            body="", comments=(ReviewComment(one.path, one.line, one.diff_hunk, one.body),)
+@dataclass(frozen=True)
+class _Round:
+    """The round being committed: what it builds on, and who asked for it."""
+
+    history: PullHistory
+    labelled: LabelledIssue
+    number: int
+    asked: tuple[str, ...]
+    """The commenter first, then whoever else wrote what the round answers."""
+
+    def marker(self, request: FollowUpRequest) -> str:
+        """This round's record on its commit's verification check (review.py)."""
+        origin = self.history.origin
+        if origin is None:
+            raise ValueError("a round of a pull request without FrogNano's record")
+        return review_marker(
+            origin.run_id,
+            origin.labeller,
+            origin.issue,
+            round=self.number,
+            asked=self.asked,
+            answers=request.reply_key,
+            text=origin.text or self.labelled.digest,
         )
-    comments = await client.review_comments(request.pull_number, request.comment_id)
-    return Review(
-        body=request.body,
-        comments=tuple(ReviewComment(c.path, c.line, c.diff_hunk, c.body) for c in comments),
-        review_id=request.comment_id,
-    )
+
+    def excluded(self, app_login: str) -> list[Excluded]:
+        why = f"asked for round {self.number}"
+        return [*self.history.excluded(app_login), *(Excluded(who, why) for who in self.asked)]
+
+
+async def _review(client: RepoClient, request: FollowUpRequest) -> tuple[Review, tuple[str, ...]]:
+    """What the agent answers (the comment, the review's body and all its line comments, or
+    one line comment, re-read from GitHub with its file, line and diff hunk), and who wrote
+    it: the commenter first."""
+    if request.kind == "comment":
+        return Review(body=request.body), (request.commenter,)
+    if request.kind == "review_comment":
+        found = [await client.review_comment(request.comment_id)]
+    else:
+        found = await client.review_comments(request.pull_number, request.comment_id)
+    comments = tuple(ReviewComment(c.path, c.line, c.diff_hunk, c.body) for c in found)
+    authors = (request.commenter, *(c.author for c in found if c.author))
+    review_id = request.comment_id if request.kind == "review" else None
+    body = request.body if request.kind == "review" else ""
+    return Review(body, comments, review_id=review_id), tuple(dict.fromkeys(authors))
 
 
 async def _commit(
@@ -254,31 +296,31 @@ async def _commit(
     request: FollowUpRequest,
     *,
     pull: PullState,
-    origin: ReviewOrigin,
+    round_: _Round,
     outcome: SolveOutcome,
     status: StatusComment,
     run_id: str,
     out_dir: Path,
 ) -> str:
-    """Step 5 above: the new commit on the head, its check runs, the status comment."""
+    """Step 5 above: the new commit on the head, its check runs, the branch, the status
+    comment."""
     if outcome.follow_up is None:
         raise ValueError("a follow-up's outcome without its increment")
     client = await _client(deps, request, PUBLISH)
     app_login = await deps.app.app_login()
+    moved = "The branch moved while FrogNano worked on your request: nothing was committed."
     if await client.branch_sha(pull.head_ref) != pull.head_sha:
-        text = "The branch moved while FrogNano worked on your request: nothing was committed."
-        await reply(client, pull.number, request.reply_key, request.commenter, text)
+        await reply(client, pull.number, request.reply_key, request.commenter, moved)
         log.warning("followup.branch_moved")
         return "moved"
-    report = outcome.report
+    report, labelled = outcome.report, round_.labelled
     message = commit_message(
-        origin.issue,
-        (await client.issue(origin.issue)).title,
+        labelled.issue,
+        labelled.title,
         report["summary"],
         co_author_login=request.commenter,
         co_author_id=request.commenter_id,
     )
-    message = f"{message.rstrip()}\n\n{request.trailer}"
     co_author = co_author_trailer(request.commenter, request.commenter_id)
     changes = [
         FileChange(c.path, c.mode or "100644", c.content) for c in outcome.follow_up.increment
@@ -286,13 +328,8 @@ async def _commit(
     sha = await client.create_commit(
         pull.head_sha, changes, message, co_author=co_author.removeprefix("Co-authored-by: ")
     )
-    try:
-        await client.fast_forward(pull.head_ref, sha)
-    except BranchConflict:
-        text = "The branch moved while FrogNano worked on your request: nothing was committed."
-        await reply(client, pull.number, request.reply_key, request.commenter, text)
-        log.warning("followup.branch_moved")
-        return "moved"
+    # The checks first: once the branch points at the commit, FrogNano's record of it (who
+    # asked, what it answers) is already there for the gate and for a re-run of this job.
     trajectory = out_dir / "trajectory.jsonl"
     story = story_of(read_events(trajectory).events) if trajectory.is_file() else None
     conclusion, title, summary, text = verification_check(report, story=story)
@@ -305,19 +342,23 @@ async def _commit(
         summary=summary,
         text=text,
     )
-    marker = review_marker(origin.run_id, origin.labeller, origin.issue)
-    await client.set_check_run_external_id(check_id, marker)
+    await client.set_check_run_external_id(check_id, round_.marker(request))
     # No review of the new head yet: the gate's own verdict for that, action_required.
-    verdict = evaluate(
-        [], head_sha=sha, labeller=origin.labeller, app_login=app_login, permissions={}
-    )
+    excluded = round_.excluded(app_login)
+    verdict = evaluate([], head_sha=sha, excluded=excluded, app_login=app_login, permissions={})
     await complete_review_check(client, sha, verdict)
+    try:
+        await client.fast_forward(pull.head_ref, sha)
+    except BranchConflict:
+        await reply(client, pull.number, request.reply_key, request.commenter, moved)
+        log.warning("followup.branch_moved")
+        return "moved"
     story_url = f"{pull.html_url}/checks?check_run_id={check_id}"
     await status.say(
         FollowUpCommitted(
             url=pull.html_url,
             sha=sha,
-            round=report["follow_up"]["round"] if "follow_up" in report else 0,
+            round=round_.number,
             run_id=run_id,
             story_url=story_url,
         )

@@ -1,4 +1,4 @@
-"""A follow-up on one of the App's pull requests: the request, and its rounds counted (pure)."""
+"""A follow-up on one of the App's pull requests: the request, read from a delivery (pure)."""
 
 # A writer's comment on the pull request that starts with the policy's command asks for one
 # more round on it (docs/github-app.md, "Follow-ups on a pull request"). The receiver queues
@@ -6,23 +6,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from frognano.app import payload_fields as fields
 from frognano.app.commands import parse_command
 from frognano.app.webhooks import Delivery
-from frognano.github.models import PullCommit
 
-__all__ = [
-    "FollowUpRequest",
-    "Kind",
-    "app_commits",
-    "followups_done",
-    "kind_of",
-    "review_follow_up",
-]
+__all__ = ["FollowUpRequest", "Kind", "kind_of", "review_follow_up"]
 
 Kind = Literal["comment", "review", "review_comment"]
 
@@ -47,13 +39,9 @@ class FollowUpRequest:
     `review_comment`: the id of one line comment of a review."""
 
     @property
-    def trailer(self) -> str:
-        """The line the follow-up's commit carries, so a re-run of the job finds it done."""
-        return f"FrogNano-Answers: {self.reply_key}"
-
-    @property
     def reply_key(self) -> str:
-        """The key of the App's one reply to this request (replies.reply_marker)."""
+        """The key of the App's one reply to this request (replies.reply_marker), and of the
+        request in the marker of the commit answering it (review.py)."""
         kind = self.kind.replace("_", "-")
         return str(self.comment_id) if self.kind == "comment" else f"{kind}-{self.comment_id}"
 
@@ -99,22 +87,3 @@ def review_follow_up(
     return FollowUpRequest(
         installation_id, repo, repo_id, number, delivery.id, sender, who, review_id, body, kind
     )
-
-
-def app_commits(commits: Sequence[PullCommit], app_login: str) -> list[PullCommit]:
-    """The pull request's commits made by the App, oldest first."""
-    login = app_login.casefold()
-    return [commit for commit in commits if (commit.author or "").casefold() == login]
-
-
-def answered(commits: Sequence[PullCommit], app_login: str, request: FollowUpRequest) -> bool:
-    """Whether one of the App's commits already answers `request` (a re-run after a crash)."""
-    return any(
-        request.trailer in commit.message.splitlines() for commit in app_commits(commits, app_login)
-    )
-
-
-def followups_done(commits: Sequence[PullCommit], app_login: str) -> int:
-    """Rounds made after the first: the run that opened the pull request made one commit and
-    each follow-up one more, so the App's commits less one."""
-    return max(0, len(app_commits(commits, app_login)) - 1)

@@ -35,11 +35,11 @@
 #     P followup:{repo_id}:{pull}        the job id of the follow-up running on a pull request
 #                                        (intake_scripts.PullLock); others wait for it (Retry).
 #
-# and arq's own keys, written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}`
-# (PSETEX, 1 day) and the queue's sorted set (`arq:queue` by default); a cancel adds the run's
-# job id to `arq:abort`, which is what `Job.abort()` does for a job that is not deferred (the
-# worker needs `allow_abort_jobs=True`). tests/app/web/test_intake.py runs a real arq Worker on
-# what this module writes.
+# FrogNano's own records (`P labelled:`, `P pushed:`) are ledger.py's. arq's own keys are
+# written exactly as `ArqRedis.enqueue_job` writes them: `arq:job:{id}` (PSETEX, 1 day) and the
+# queue's sorted set (`arq:queue` by default); a cancel adds the run's job id to `arq:abort`,
+# which is what `Job.abort()` does for a job that is not deferred (the worker needs
+# `allow_abort_jobs=True`). tests/app/web/test_intake.py runs a real arq Worker on its keys.
 #
 # A run key whose arq job no longer exists (neither `arq:job:` nor `arq:in-progress:`) is
 # stale: a worker died without `finish_run`, or the job was aborted before it started, or it
@@ -59,12 +59,11 @@
 #     follow_up(ctx, *, request: FollowUpRequest {installation_id, repo, repo_id, pull_number,
 #               delivery_id, commenter, commenter_id, comment_id, body})
 #     review_gate(ctx, *, request: ReviewGateCheck {installation_id, repo, repo_id,
-#                 pull_number, head_sha, delivery_id})
+#                 pull_number, head_sha, delivery_id, pusher})
 #     drop_tokens(ctx, *, request: DropTokens {installation_id, delivery_id})
 #
 # Job ids: `run:{repo_id}:{number}:{run_id}`, `command:{repo_id}:{number}:{delivery_id}`,
-# `followup:{repo_id}:{pull_number}:{delivery_id}`,
-# `review:{repo_id}:{pull_number}:{delivery_id}`,
+# `followup:{repo_id}:{pull_number}:{delivery_id}`, `review:{repo_id}:{pull_number}:{delivery_id}`,
 # `drop-tokens:{installation_id}:{delivery_id}`. The keys span hash slots: this needs a single
 # Redis (or a primary with replicas), not Redis Cluster.
 
@@ -84,6 +83,13 @@ from arq.constants import (
 from arq.jobs import serialize_job
 from redis.asyncio import Redis
 
+from frognano.app.decisions import (
+    CancelRequest,
+    CommandRequest,
+    DropTokens,
+    ReviewGateCheck,
+    RunRequest,
+)
 from frognano.app.followups import FollowUpRequest
 from frognano.app.intake_scripts import (
     CANCEL_SCRIPT,
@@ -106,13 +112,6 @@ from frognano.app.jobs import (
     text,
     to_job,
     waiting_events,
-)
-from frognano.app.triggers import (
-    CancelRequest,
-    CommandRequest,
-    DropTokens,
-    ReviewGateCheck,
-    RunRequest,
 )
 from frognano.run.runid import new_run_id
 
@@ -194,6 +193,9 @@ class IntakeQueue:
     def alive_key(self, job_id: str) -> str:
         return f"{self.key_prefix}alive:{job_id}"
 
+    def command_key(self, delivery_id: str) -> str:
+        return f"{self.key_prefix}command:{delivery_id}"
+
     # Web side --------------------------------------------------------------------------------
 
     async def submit(self, decision: Submittable, *, body_digest: str | None = None) -> Submission:
@@ -211,13 +213,11 @@ class IntakeQueue:
         """Queue a run unless the delivery was seen or the issue has a run queued or on."""
         return await self._start(request, self.delivery_key(request.delivery_id), body_digest)
 
-    def command_key(self, delivery_id: str) -> str:
-        return f"{self.key_prefix}command:{delivery_id}"
-
-    async def retry_run(self, request: RunRequest) -> Submission:
+    async def retry_run(self, request: RunRequest, *, wait: bool = False) -> Submission:
         """The worker's `retry` command: queue a run unless the issue has one queued or on
-        (`already_running`, and nothing waits), once per command (again: `duplicate`)."""
-        return await self._start(request, self.command_key(request.delivery_id), None, wait=False)
+        (`already_running`; with `wait` it waits like a label event, else nothing waits), once
+        per command (again: `duplicate`)."""
+        return await self._start(request, self.command_key(request.delivery_id), None, wait=wait)
 
     async def requeue(self, waiting: Waiting) -> Submission:
         """Queue a waiting label event as a run of its own (once per event: a second call is a

@@ -16,8 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, Required, TypedDict, overload
 
-from frognano.app.followups import FollowUpRequest, Kind, kind_of
-from frognano.app.triggers import (
+from frognano.app.decisions import (
     CancelRequest,
     CommandRequest,
     DropTokens,
@@ -25,7 +24,8 @@ from frognano.app.triggers import (
     ReviewGateCheck,
     RunRequest,
 )
-from frognano.errors import FrogNanoError
+from frognano.app.followups import FollowUpRequest, Kind, kind_of
+from frognano.app.jobfields import Fields
 
 Status = Literal["queued", "duplicate", "already_running", "cancelled", "nothing_to_cancel"]
 Submittable = (
@@ -33,10 +33,6 @@ Submittable = (
 )
 JobPayload = RunRequest | CommandRequest | FollowUpRequest | ReviewGateCheck | DropTokens
 """What a job's `request` argument holds, once `from_job` has read it."""
-
-
-class MalformedJob(FrogNanoError, ValueError):
-    """A job argument read from Redis is not what `to_job` writes; the message says where."""
 
 
 class IssueData(TypedDict):
@@ -101,6 +97,8 @@ class ReviewJobData(TypedDict):
     pull_number: int
     head_sha: str
     delivery_id: str
+    pusher: NotRequired[str | None]
+    """Absent from checks queued before it existed, and from events other than a push."""
 
 
 class DropTokensJobData(TypedDict):
@@ -181,6 +179,7 @@ def to_job(
             "pull_number": payload.pull_number,
             "head_sha": payload.head_sha,
             "delivery_id": payload.delivery_id,
+            "pusher": payload.pusher,
         }
     return {"installation_id": payload.installation_id, "delivery_id": payload.delivery_id}
 
@@ -194,7 +193,7 @@ def _issue_data(issue: IssueRef) -> IssueData:
     }
 
 
-def _issue_ref(issue: _Fields) -> IssueRef:
+def _issue_ref(issue: Fields) -> IssueRef:
     return IssueRef(
         installation_id=issue.integer("installation_id"),
         repo=issue.string("repo"),
@@ -217,7 +216,7 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
     """Read back what `to_job` wrote for a `kind` payload (JSON from Redis: untrusted in
     shape). Raises MalformedJob naming the first field that is missing or of the wrong type."""
     if kind is RunRequest:
-        run = _Fields(data, "the run job's request")
+        run = Fields(data, "the run job's request")
         return RunRequest(
             _issue_ref(run.nested("issue")),
             delivery_id=run.string("delivery_id"),
@@ -230,7 +229,7 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
             base=run.optional_string("base"),
         )
     if kind is CommandRequest:
-        command = _Fields(data, "the command job's request")
+        command = Fields(data, "the command job's request")
         return CommandRequest(
             _issue_ref(command.nested("issue")),
             delivery_id=command.string("delivery_id"),
@@ -243,7 +242,7 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
             body=command.string("body"),
         )
     if kind is FollowUpRequest:
-        follow = _Fields(data, "the follow-up job's request")
+        follow = Fields(data, "the follow-up job's request")
         return FollowUpRequest(
             installation_id=follow.integer("installation_id"),
             repo=follow.string("repo"),
@@ -257,7 +256,7 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
             kind=kind_of(follow.optional_string("kind")),
         )
     if kind is ReviewGateCheck:
-        review = _Fields(data, "the review gate job's request")
+        review = Fields(data, "the review gate job's request")
         return ReviewGateCheck(
             installation_id=review.integer("installation_id"),
             repo=review.string("repo"),
@@ -265,69 +264,14 @@ def from_job(kind: type[JobPayload], data: object) -> JobPayload:
             pull_number=review.integer("pull_number"),
             head_sha=review.string("head_sha"),
             delivery_id=review.string("delivery_id"),
+            pusher=review.optional_string("pusher"),
         )
     if kind is DropTokens:
-        drop = _Fields(data, "the drop-tokens job's request")
+        drop = Fields(data, "the drop-tokens job's request")
         return DropTokens(
             installation_id=drop.integer("installation_id"), delivery_id=drop.string("delivery_id")
         )
     raise TypeError(f"{kind.__name__} is not a job payload")
-
-
-class _Fields:
-    """Typed reads from one JSON object, each failure naming the field."""
-
-    def __init__(self, data: object, where: str) -> None:
-        if not isinstance(data, dict):
-            raise MalformedJob(f"{where} is not a JSON object but {type(data).__name__}")
-        self.data: dict[str, object] = data
-        self.where = where
-
-    def _get(self, key: str) -> object:
-        if key not in self.data:
-            raise MalformedJob(f"{self.where} has no {key!r}")
-        return self.data[key]
-
-    def _wrong(self, key: str, expected: str, value: object) -> MalformedJob:
-        return MalformedJob(f"{self.where}: {key!r} must be {expected}, not {type(value).__name__}")
-
-    def string(self, key: str) -> str:
-        value = self._get(key)
-        if not isinstance(value, str):
-            raise self._wrong(key, "a string", value)
-        return value
-
-    def integer(self, key: str) -> int:
-        value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._wrong(key, "an integer", value)
-        return value
-
-    def optional_integer(self, key: str) -> int | None:
-        if self.data.get(key) is None:
-            return None
-        return self.integer(key)
-
-    def optional_string(self, key: str) -> str | None:
-        if self.data.get(key) is None:
-            return None
-        return self.string(key)
-
-    def flag(self, key: str) -> bool:
-        """False when absent."""
-        value = self.data.get(key, False)
-        if not isinstance(value, bool):
-            raise self._wrong(key, "a boolean", value)
-        return value
-
-    def strings(self, key: str) -> tuple[str, ...]:
-        value = self._get(key)
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise self._wrong(key, "a list of strings", value)
-        return tuple(value)
-
-    def nested(self, key: str) -> _Fields:
-        return _Fields(self._get(key), f"{self.where}.{key}")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,13 @@ def sender_id(payload: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def sender_login(payload: Mapping[str, Any]) -> str | None:
+    """`sender.login`, or None when it is missing or not a string."""
+    who = payload.get("sender")
+    value = who.get("login") if isinstance(who, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def obj(parent: Mapping[str, Any], key: str, name: str | None = None) -> dict[str, Any]:
     value = parent.get(key)
     if not isinstance(value, dict):

@@ -9,7 +9,15 @@ from typing import Any, Literal
 
 from frognano.agent.story import Story
 from frognano.app.commit import co_author_trailer, commit_message
-from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK, evaluate, review_marker
+from frognano.app.ledger import issue_digest
+from frognano.app.review import (
+    HUMAN_REVIEW_CHECK,
+    LABELLED,
+    VERIFICATION_CHECK,
+    Excluded,
+    evaluate,
+    review_marker,
+)
 from frognano.app.review_gate import complete_review_check
 from frognano.app.texts import (
     pull_request_body,
@@ -164,8 +172,9 @@ async def _human_review_check(
     if existing and existing[0].status == "completed":
         return existing[0].id
     # No review yet: the same verdict, and so the same texts, the review gate would write.
+    excluded = [Excluded(labeller, LABELLED)]
     verdict = evaluate(
-        [], head_sha=head_sha, labeller=labeller, app_login=app_login, permissions={}
+        [], head_sha=head_sha, excluded=excluded, app_login=app_login, permissions={}
     )
     return await complete_review_check(client, head_sha, verdict)
 
@@ -205,6 +214,7 @@ async def publish(
     base_branch: str,
     issue_number: int,
     issue_title: str,
+    issue_body: str,
     labeller: str,
     labeller_id: int | None,
     run_id: str,
@@ -224,9 +234,12 @@ async def publish(
     `story` is the run's trajectory condensed for the verification check (None: none kept).
     `fresh_branch` (a retry): a branch a human pushed to is passed over for the next free
     one instead of raising BranchConflict. `picked_base` (a base a writer chose, not the
-    default branch): the branch is named after `base_branch` and compared with it."""
+    default branch): the branch is named after `base_branch` and compared with it.
+    `issue_title` and `issue_body` are the issue as labelled: the check's marker keeps their
+    digest."""
     _publishable(report)
-    marker = review_marker(run_id, labeller, issue_number)  # validates the labeller's login
+    digest = issue_digest(issue_title, issue_body)
+    marker = review_marker(run_id, labeller, issue_number, text=digest)  # validates the login
 
     message = commit_message(
         issue_number,

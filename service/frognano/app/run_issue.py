@@ -21,7 +21,9 @@ from prometheus_client import Counter
 from frognano.agent.loop import Progress
 from frognano.agent.story import Story, story_of
 from frognano.agent.trajectory import read_events
+from frognano.app.decisions import RunRequest
 from frognano.app.intake import IntakeQueue, Waiting
+from frognano.app.ledger import LabelledIssue, Ledger
 from frognano.app.markdown import code
 from frognano.app.publish import publish
 from frognano.app.replies import reply
@@ -35,7 +37,6 @@ from frognano.app.status import (
     status_marker,
 )
 from frognano.app.status_comment import StatusComment
-from frognano.app.triggers import RunRequest
 from frognano.errors import FrogNanoError, SandboxBusy
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp, Permissions
 from frognano.github.client import RepoClient
@@ -67,6 +68,8 @@ class RunDeps:
     app: GitHubApp
     policies: PolicyStore
     queue: IntakeQueue
+    ledger: Ledger
+    """FrogNano's own records (the issue as labelled, who pushed to its pull requests)."""
     runs: Counter
     """Run jobs by how they ended, label `result`."""
     busy_retry_seconds: float
@@ -110,6 +113,9 @@ async def _stages(run: _Run) -> str:
         return "unauthorised"
     if await _refuse_base(run, policy, ack):
         return "refused"
+    request = run.request
+    labelled = LabelledIssue(request.issue.number, request.title, request.body, request.labeller)
+    await run.deps.ledger.keep_issue(run.run_id, labelled)  # what every later round works from
     status = await _acknowledge(run, ack)
     try:
         async with _fetch(run) as base:
@@ -278,6 +284,7 @@ async def _publish(
         base_branch=base.branch,
         issue_number=request.issue.number,
         issue_title=request.title,
+        issue_body=request.body,
         labeller=request.labeller,
         labeller_id=request.labeller_id,
         run_id=run.run_id,

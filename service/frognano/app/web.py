@@ -47,10 +47,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.requests import ClientDisconnect
 
-from frognano.app.followups import FollowUpRequest
-from frognano.app.intake import IntakeQueue
-from frognano.app.jobs import ReplyBody, submission_reply
-from frognano.app.triggers import (
+from frognano.app.decisions import (
     CancelRequest,
     CommandRequest,
     Decision,
@@ -58,8 +55,11 @@ from frognano.app.triggers import (
     Ignored,
     ReviewGateCheck,
     RunRequest,
-    decide,
 )
+from frognano.app.followups import FollowUpRequest
+from frognano.app.intake import IntakeQueue
+from frognano.app.jobs import ReplyBody, submission_reply
+from frognano.app.triggers import decide
 from frognano.app.web_body import BodyTooLarge, BodyTooSlow, read_body
 from frognano.app.web_metrics import WebMetrics
 from frognano.app.webhooks import (

@@ -28,6 +28,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter
 from redis.asyncio import Redis
 
 from frognano.app.command_job import run_command
+from frognano.app.decisions import CommandRequest, DropTokens, ReviewGateCheck, RunRequest
 from frognano.app.followup_job import FOLLOWUP_MAX_TRIES, run_follow_up
 from frognano.app.followups import FollowUpRequest
 from frognano.app.intake import (
@@ -49,10 +50,10 @@ from frognano.app.jobs import (
     from_job,
     serialize,
 )
+from frognano.app.ledger import Ledger
 from frognano.app.orphans import heartbeat, recover_orphans
 from frognano.app.review_gate import review_gate
 from frognano.app.run_issue import RUN_MAX_TRIES, RunDeps, run_issue
-from frognano.app.triggers import CommandRequest, DropTokens, ReviewGateCheck, RunRequest
 from frognano.errors import FrogNanoError
 from frognano.github.auth import GitHubApp
 from frognano.github.retry import Transport
@@ -123,7 +124,7 @@ async def follow_up_job(ctx: dict[str, Any], *, request: FollowUpJobData) -> str
 async def review_gate_job(ctx: dict[str, Any], *, request: ReviewJobData) -> str:
     """arq job REVIEW_JOB: decide the human-review check. Returns its conclusion."""
     deps: WorkerDeps = ctx["deps"]
-    return await review_gate(deps.app, from_job(ReviewGateCheck, request))
+    return await review_gate(deps.app, from_job(ReviewGateCheck, request), deps.ledger)
 
 
 async def drop_tokens_job(ctx: dict[str, Any], *, request: DropTokensJobData) -> int:
@@ -310,6 +311,7 @@ def build_worker(
         app=app,
         policies=policies,
         queue=queue,
+        ledger=Ledger(queue.redis, key_prefix=key_prefix),
         runs=Counter(
             "frognano_worker_runs",
             "Run jobs by how they ended (published, no_pull_request, unauthorised, refused "

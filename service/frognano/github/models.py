@@ -87,6 +87,8 @@ class ReviewComment:
     """The line of the file it is on; None for a comment on a line the diff no longer has."""
     diff_hunk: str
     body: str
+    author: str = ""
+    """`user.login` of whoever wrote it ("" when GitHub names nobody)."""
 
 
 @dataclass(frozen=True)

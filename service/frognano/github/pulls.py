@@ -215,9 +215,11 @@ def _pull_info(pull: dict[str, Any]) -> PullInfo:
 
 def _review_comment(item: dict[str, Any]) -> ReviewComment:
     line = item.get("line")
+    user = item.get("user")
     return ReviewComment(
         path=str(item.get("path") or ""),
         line=line if isinstance(line, int) and not isinstance(line, bool) else None,
         diff_hunk=str(item.get("diff_hunk") or ""),
         body=str(item.get("body") or ""),
+        author=str(user.get("login") or "") if isinstance(user, dict) else "",
     )

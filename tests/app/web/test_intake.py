@@ -19,6 +19,14 @@ from arq.worker import func
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from frognano.app.decisions import (
+    CancelRequest,
+    CommandRequest,
+    DropTokens,
+    IssueRef,
+    ReviewGateCheck,
+    RunRequest,
+)
 from frognano.app.intake import (
     DROP_TOKENS_JOB,
     REVIEW_JOB,
@@ -28,14 +36,6 @@ from frognano.app.intake import (
     serialize,
 )
 from frognano.app.jobs import from_job, to_job
-from frognano.app.triggers import (
-    CancelRequest,
-    CommandRequest,
-    DropTokens,
-    IssueRef,
-    ReviewGateCheck,
-    RunRequest,
-)
 from frognano.app.worker import arq_worker
 from tests.app.web.conftest import REDIS_URL, Space, free_port
 
@@ -329,6 +329,7 @@ async def test_review_and_drop_tokens_jobs_run_in_a_worker(space: Space) -> None
                 "pull_number": 12,
                 "head_sha": "b" * 40,
                 "delivery_id": "r-1",
+                "pusher": None,
             },
         ),
     ]
@@ -358,7 +359,7 @@ def test_the_serializer_is_json() -> None:
 
 
 async def test_submit_refuses_what_is_not_for_the_queue(space: Space) -> None:
-    from frognano.app.triggers import Ignored
+    from frognano.app.decisions import Ignored
 
     with pytest.raises(TypeError):
         await make_queue(space).submit(Ignored("x"))  # type: ignore[arg-type]

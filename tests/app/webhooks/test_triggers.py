@@ -9,21 +9,18 @@ from typing import Any
 import pytest
 
 from frognano.app.commands import label_base, word_base
-from frognano.app.followups import FollowUpRequest
-from frognano.app.triggers import (
-    ROUTER,
+from frognano.app.decisions import (
     CancelRequest,
     CommandRequest,
     Decision,
     DropTokens,
     Ignored,
     IssueRef,
-    Lookups,
     ReviewGateCheck,
-    Router,
     RunRequest,
-    decide,
 )
+from frognano.app.followups import FollowUpRequest
+from frognano.app.triggers import ROUTER, Lookups, Router, decide
 from frognano.app.webhooks import Delivery, parse_delivery
 
 from . import payloads as gh
@@ -351,12 +348,18 @@ def test_a_push_to_or_reopening_of_the_apps_pr_rechecks_the_gate(action: str) ->
         pull_number=57,
         head_sha="a" * 40,
         delivery_id=DELIVERY,
+        pusher="frognano[bot]" if action == "synchronize" else None,
     )
 
 
-def test_a_push_by_a_person_to_the_apps_pr_rechecks_the_gate() -> None:
+def test_a_push_by_a_person_to_the_apps_pr_rechecks_the_gate_naming_the_pusher() -> None:
     event = gh.pull_request_event("synchronize", sender=gh.user("mallory", id=66))
-    assert isinstance(route("pull_request", event), ReviewGateCheck)
+    decision = route("pull_request", event)
+    assert isinstance(decision, ReviewGateCheck)
+    assert decision.pusher == "mallory"  # the gate records it: mallory may not approve
+    reopened = route("pull_request", gh.pull_request_event("reopened", sender=gh.user("mallory")))
+    assert isinstance(reopened, ReviewGateCheck)
+    assert reopened.pusher is None  # reopening pushes nothing
 
 
 def test_the_branch_prefix_is_looked_up_for_the_repository() -> None:
