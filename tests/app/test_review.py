@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from frognano.app.decisions import ReviewGateCheck
@@ -27,6 +26,7 @@ from frognano.github.client import RepoClient
 from frognano.github.errors import GitHubNotFound
 from frognano.github.models import FileChange, Review
 from frognano.github.retry import Transport
+from tests.app.pushes import app_email, push
 from tests.fakes.app_env import *  # noqa: F403 (the fixtures)
 from tests.fakes.app_env import REPO
 from tests.fakes.github import FakeGitHub
@@ -479,42 +479,12 @@ async def test_a_failure_blocks_the_check_and_raises(
     )
 
 
-async def _bob_pushes(fake: FakeGitHub, transport: Transport, on: str, author: str | None) -> str:
-    """Bob pushes a commit on top of `on` (a fast-forward of the branch); `author`: the
-    e-mail address he gives it (None: his own, as GitHub's API sets it)."""
-    token = fake.add_user_token("bob")
-    bob = RepoClient(REPO, token, transport=transport)
-    change = [FileChange("src/app.py", "100644", b"tweak\n")]
-    try:
-        if author is None:
-            pushed = await bob.create_commit(on, change, "tweak")
-        else:  # the Git Data API lets a pusher name any author
-            async with httpx.AsyncClient(
-                base_url=fake.base_url, headers={"Authorization": f"token {token}"}
-            ) as http:
-                tree = await http.post(f"/repos/{REPO}/git/trees", json={"base_tree": on,
-                    "tree": [{"path": "src/app.py", "mode": "100644", "type": "blob",
-                              "content": "tweak\n"}]})  # fmt: skip
-                made = await http.post(f"/repos/{REPO}/git/commits", json={
-                    "message": "FrogNano draft", "tree": tree.json()["sha"], "parents": [on],
-                    "author": {"name": "frognano[bot]", "email": author}})  # fmt: skip
-                pushed = str(made.json()["sha"])
-    finally:
-        bob.close()
-    async with httpx.AsyncClient(
-        base_url=fake.base_url, headers={"Authorization": f"token {token}"}
-    ) as http:
-        moved = await http.patch(f"/repos/{REPO}/git/refs/heads/{BRANCH}", json={"sha": pushed})
-        assert moved.status_code == 200
-    return pushed
-
-
 async def test_a_human_push_on_top_keeps_the_labeller_and_the_pusher_from_approving(
     fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger, transport: Transport
 ) -> None:
     pull = await publish(fake, client, marker=MARKER)
     fake.add_collaborator(REPO, "bob", "write")
-    pushed = await _bob_pushes(fake, transport, pull.head, author=None)
+    pushed = await push(fake, REPO, BRANCH, pull.head, user="bob")
     fake.add_collaborator(REPO, "carol", "write")
     # The synchronize delivery bob's push sends records him as its pusher; his own approval
     # of what he pushed is not independent (this counted before the pusher was recorded).
@@ -537,7 +507,7 @@ async def test_a_head_nobody_is_recorded_to_have_pushed_counts_no_approval(
     pull = await publish(fake, client, marker=MARKER)
     fake.add_collaborator(REPO, "bob", "write")
     fake.add_collaborator(REPO, "carol", "write")
-    pushed = await _bob_pushes(fake, transport, pull.head, author=None)
+    pushed = await push(fake, REPO, BRANCH, pull.head, user="bob")
     # No synchronize delivery reached FrogNano: it cannot tell whether carol pushed it.
     fake.submit_review(REPO, pull.number, user="carol", state="approved", commit_id=pushed)
     assert await gate(fake, app, Pull(pull.number, pushed), ledger) == "action_required"
@@ -555,8 +525,7 @@ async def test_a_commit_authored_as_the_app_is_not_frognanos(
     pull = await publish(fake, client, marker=MARKER)
     fake.add_collaborator(REPO, "bob", "write")
     bot = fake.bot_login
-    app_email = f"{fake._user(bot)['id']}+{bot}@users.noreply.github.com"
-    pushed = await _bob_pushes(fake, transport, pull.head, author=app_email)
+    pushed = await push(fake, REPO, BRANCH, pull.head, user="bob", author_email=app_email(fake))
     commits = await client.pull_commits(pull.number)
     assert [c.author for c in commits] == [bot, bot]  # GitHub's link says: the App's
     fake.submit_review(REPO, pull.number, user="bob", state="approved", commit_id=pushed)
