@@ -92,3 +92,25 @@ def test_the_docs_agree_on_what_outlives_a_killed_worker() -> None:
     for path in _markdown_files():
         text = " ".join(path.read_text(encoding="utf-8").split())
         assert "killed worker's sandbox dies with it" not in text, path.name
+
+
+def test_the_who_may_do_what_table_names_tests_that_exist() -> None:
+    """docs/github-app.md's table cites tests as `tests/FILE.py::name` or `::name` (in the
+    file cited before it on the row); each must be a test function of that file."""
+    text = (ROOT / "docs" / "github-app.md").read_text(encoding="utf-8")
+    table = text[text.index("## Who may do what") :]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "tests/" in line]
+    assert len(rows) >= 6
+    cited = 0
+    for row in rows:
+        current: Path | None = None
+        for path, name in re.findall(r"`(tests/[\w/]+\.py)?(?:::(\w+))?`", row):
+            if path:
+                current = ROOT / path
+                assert current.is_file(), path
+            if name:
+                assert current is not None, row
+                source = current.read_text(encoding="utf-8")
+                assert re.search(rf"^(?:async )?def {name}\(", source, re.MULTILINE), name
+                cited += 1
+    assert cited >= 12
