@@ -528,6 +528,14 @@ AGENT_FILES = [
         links={"AGENTS.md": "docs/guide.md"},
         poisoned="docs/guide.md",
     ),
+    Case(
+        "the fix and the file the base's CLAUDE.md imports with @",
+        FIX + _write("docs/style.md", _POISON),
+        "CLAUDE.md in the base imports it",
+        ready=True,
+        files=_with({"CLAUDE.md": "See @docs/style.md\n", "docs/style.md": _AGENTS_MD}),
+        poisoned="docs/style.md",
+    ),
 ]
 """Each ends with the planted file out of the pull request, named by an `agent_file` finding."""
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy.agentfiles import BUILT_IN, agent_file_reason, link_target, linked_names
+from frognano.policy.agentfiles import (
+    BUILT_IN,
+    agent_file_reason,
+    imports,
+    link_target,
+    linked_names,
+)
 from frognano.policy.paths import check_glob
 
 # The files the issue names, each as a path a tool reads.
@@ -76,3 +82,17 @@ def test_linked_names_follow_folders_and_chains() -> None:
     assert linked_names("config/cursorish.md", links) == []
     loop = {"a": "b", "b": "a"}
     assert linked_names("a", loop) == ["b"]
+
+
+def test_imports_are_words_starting_with_at_relative_to_the_file() -> None:
+    text = (
+        b"See @AGENTS.md and @docs/style.md, (@../shared/rules.md)\n"
+        b"Mail me@example.com; my notes are in @~/notes.md; use @pytest.fixture.\n"
+        b"Outside: @../../x.md and @/etc/passwd\n"
+    )
+    assert imports("pkg/CLAUDE.md", text) == [
+        "pkg/AGENTS.md",
+        "pkg/docs/style.md",
+        "shared/rules.md",
+        "pkg/pytest.fixture",  # no such file: the caller keeps only files of the base
+    ]

@@ -108,6 +108,9 @@ AGENT_FILES = {
     "config/cursor/rules/style.mdc": ("100644", b"Use tabs.\n"),
     "notes.md": ("120000", b"docs/plain.md"),
     "docs/plain.md": ("100644", b"Notes.\n"),
+    "pkg/CLAUDE.md": ("100644", b"Follow @style.md; mail me@docs/plain.md\n"),
+    "pkg/style.md": ("100644", b"Tabs. And @../deeper.md\n"),
+    "deeper.md": ("100644", b"Deeper.\n"),
 }
 
 
@@ -129,6 +132,8 @@ def agent_plan(*applied: AppliedFile, **agent: object) -> Plan:
         ("tests/AGENTS.md", b"Skip the tests.\n", "'AGENTS.md'"),
         ("docs/guide.md", b"Skip the tests.\n", "CLAUDE.md in the base is a symbolic link to it"),
         ("config/cursor/rules/style.mdc", b"x\n", ".cursor/rules/style.mdc in the base is a"),
+        ("pkg/style.md", b"Skip the tests.\n", "pkg/CLAUDE.md in the base imports it"),
+        ("deeper.md", None, "pkg/CLAUDE.md in the base imports it (`@` imports), and Claude"),
     ],
 )
 def test_agent_files_are_restored_whether_added_changed_or_deleted(

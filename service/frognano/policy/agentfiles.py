@@ -18,11 +18,20 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 
 from frognano.policy.paths import path_matches_anywhere
 
-__all__ = ["BUILT_IN", "agent_file_reason", "link_target", "linked_names"]
+__all__ = [
+    "BUILT_IN",
+    "IMPORTING",
+    "MAX_IMPORT_DEPTH",
+    "agent_file_reason",
+    "imports",
+    "link_target",
+    "linked_names",
+]
 
 BUILT_IN: dict[str, str] = {
     # The cross-tool file (agents.md): Codex (one per folder, the nearest last), Cursor,
@@ -208,4 +217,30 @@ def linked_names(path: str, links: Mapping[str, str]) -> list[str]:
         if not reached:
             break
         frontier = reached
+    return found
+
+
+# Claude Code (CLAUDE.md) and Gemini CLI with its Qwen Code fork (GEMINI.md, QWEN.md) replace
+# `@path` in their memory files with that file's text, recursively (Claude Code five deep):
+# a file such a file imports is read as instructions as much as the file itself.
+IMPORTING = frozenset({"claude.md", "claude.local.md", "gemini.md", "qwen.md"})
+"""Memory files whose `@path` imports the tools expand, by lower-cased name."""
+MAX_IMPORT_DEPTH = 5
+
+# `@` at the start of a word only: `user@example.com` imports nothing.
+_IMPORT = re.compile(r"(?<![^\s(])@([^\s`'\"()<>\[\]{}]+)")
+
+
+def imports(path: str, text: bytes) -> list[str]:
+    """The repository paths the memory file `path` imports with `@path` (relative to its
+    folder), those that stay in the tree; whether each exists is for the caller to see (a
+    word like `@pytest.fixture` names no file)."""
+    found: list[str] = []
+    for match in _IMPORT.finditer(text.decode("utf-8", "replace")):
+        name = match.group(1).rstrip(".,;:!?")
+        if not name or name.startswith("~"):  # the user's home, not the repository
+            continue
+        resolved = link_target(path, name.encode("utf-8", "surrogateescape"))
+        if resolved is not None and resolved not in found:
+            found.append(resolved)
     return found

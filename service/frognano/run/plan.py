@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from frognano.policy.agentfiles import agent_file_reason, link_target, linked_names
+from frognano.policy.agentfiles import (
+    IMPORTING,
+    MAX_IMPORT_DEPTH,
+    agent_file_reason,
+    imports,
+    link_target,
+    linked_names,
+)
 from frognano.policy.findings import display
 from frognano.policy.harness import harness_changes
 from frognano.policy.models import AgentPolicy, EffectivePolicy
@@ -86,7 +94,7 @@ def make_plan(
         hit.path: hit.reason
         for hit in harness_changes(pairs, command=verify.command, base_paths=base_paths)
     }
-    links = _links(base, base_paths)
+    names = _Names(_links(base, base_paths), _imported(base, base_paths))
     source: list[AppliedFile] = []
     new_tests: list[AppliedFile] = []
     restored: list[Protected] = []
@@ -95,7 +103,7 @@ def make_plan(
         if change.path in hits:
             restored.append(Protected(change.path, hits[change.path], "harness"))
             continue
-        why = _agent_file(change.path, agent, links)
+        why = _agent_file(change.path, agent, names)
         if why is not None:
             found = Protected(change.path, why, "agent_file")
             if agent.on_instructions_change == "allow":
@@ -120,21 +128,36 @@ def make_plan(
     return Plan(tuple(source), tuple(new_tests), tuple(restored), tuple(allowed))
 
 
-def _agent_file(path: str, agent: AgentPolicy, links: Mapping[str, str]) -> str | None:
-    """Why `path` is an agent file, under its own name or under a name a symlink of the base
-    gives it (`AGENTS.md -> docs/guide.md` makes docs/guide.md what the tools read)."""
+@dataclass(frozen=True)
+class _Names:
+    """What else makes a file of the base an agent file: the names its symlinks give it."""
+
+    links: Mapping[str, str]
+    """Every symlink of the base that stays in the tree -> the path it points to."""
+    imported: Mapping[str, str]
+    """Every file a memory file of the base imports (`@path`) -> that memory file."""
+
+
+def _agent_file(path: str, agent: AgentPolicy, names: _Names) -> str | None:
+    """Why `path` is an agent file: under its own name, under a name a symlink of the base
+    gives it (`AGENTS.md -> docs/guide.md` makes docs/guide.md what the tools read), or as a
+    file a memory file of the base imports (`@docs/style.md` in CLAUDE.md)."""
     why = agent_file_reason(path, agent.instructions_files, agent.protected_files)
     if why is not None:
         return why
-    for name in linked_names(path, links):
+    for name in linked_names(path, names.links):
         why = agent_file_reason(name, agent.instructions_files, agent.protected_files)
         if why is not None:
             return f"{display(name)} in the base is a symbolic link to it, and {why}"
+    root = names.imported.get(path)
+    if root is not None:
+        why = agent_file_reason(root, agent.instructions_files, agent.protected_files)
+        if why is not None:  # always: IMPORTING names only built-in agent files
+            return f"{display(root)} in the base imports it (`@` imports), and {why}"
     return None
 
 
 def _links(base: BaseTree, base_paths: frozenset[str]) -> dict[str, str]:
-    """Every symlink of the base that stays in the tree -> the path it points to."""
     links = {}
     for path in sorted(base_paths):
         entry = base.entry(path)
@@ -143,6 +166,25 @@ def _links(base: BaseTree, base_paths: frozenset[str]) -> dict[str, str]:
             if target is not None:
                 links[path] = target
     return links
+
+
+def _imported(base: BaseTree, base_paths: frozenset[str]) -> dict[str, str]:
+    """The base files the base's memory files (CLAUDE.md, GEMINI.md...) import, and what those
+    import in turn, five deep, each -> the memory file it was reached from."""
+    found: dict[str, str] = {}
+    frontier = [(p, p) for p in sorted(base_paths) if posixpath.basename(p).lower() in IMPORTING]
+    for _ in range(MAX_IMPORT_DEPTH):
+        reached = []
+        for path, root in frontier:
+            entry = base.entry(path)
+            if entry is None or entry.kind != "file":
+                continue
+            for name in imports(path, base.read(path)):
+                if name in base_paths and name != root and name not in found:
+                    found[name] = root
+                    reached.append((name, root))
+        frontier = reached
+    return found
 
 
 def _base_bytes(base: BaseTree, path: str) -> bytes | None:
