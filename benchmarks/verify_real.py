@@ -128,7 +128,7 @@ async def verify_patch(
     started = time.perf_counter()
     base = await HostTree.scan(task.root, upload_excludes(task.root))
     applied = await asyncio.to_thread(apply_diff, parse_diff(diff), base)
-    plan = make_plan(applied, base, base.paths, policy.verify)
+    plan = make_plan(applied, base, base.paths, policy)
 
     async def sandbox_for(role: Role) -> Sandbox:
         del role  # a local sandbox has no labels to put it in

@@ -60,6 +60,12 @@ class Case:
     command: str = "python -m pytest -q"
     """The policy's test command (FAST is put before it)."""
     modes: Mapping[str, int] = field(default_factory=dict)
+    links: Mapping[str, str] = field(default_factory=dict)
+    """Symlinks of the base: path -> target."""
+    policy: str = ""
+    """More of the policy file's `defaults`, as YAML indented under it."""
+    poisoned: str | None = None
+    """The agent file the attack plants: the attack wins if a ready patch publishes it."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,16 @@ def git(repo: Path, *args: str) -> None:
                    check=True, capture_output=True)  # fmt: skip
 
 
-def make_repo(root: Path, files: Mapping[str, str | bytes], modes: Mapping[str, int]) -> Path:
+def make_repo(
+    root: Path,
+    files: Mapping[str, str | bytes],
+    modes: Mapping[str, int],
+    links: Mapping[str, str] | None = None,
+) -> Path:
     root.mkdir(parents=True)
+    for name, pointed in (links or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(pointed)
     for path, content in files.items():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -158,14 +172,14 @@ def solve_process(
 
 
 def run_case(case: Case, scratch: Path, cache: Path) -> Result:
-    repo = make_repo(scratch / "repo", case.files, case.modes)
+    repo = make_repo(scratch / "repo", case.files, case.modes, case.links)
     issue = scratch / "ISSUE.md"
     issue.write_text(ISSUE)
     policies = scratch / "policies"
     policies.mkdir()
     command = json.dumps(f"{FAST} {case.command}")
     (policies / "50-case.yaml").write_text(
-        f"version: 1\ndefaults:\n  verify:\n    command: {command}\n"
+        f"version: 1\ndefaults:\n  verify:\n    command: {command}\n{case.policy}"
     )
     out = scratch / "out"
     turns = [

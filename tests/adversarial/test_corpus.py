@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial.corpus import ATTACKS, CONTROLS, STALE_CONTROLS
+from tests.adversarial.corpus import AGENT_FILES, ATTACKS, CONTROLS, STALE_CONTROLS
 from tests.adversarial.runner import Case, Result, run_all
 
-ALL = [*ATTACKS, *CONTROLS, *STALE_CONTROLS]
+ALL = [*ATTACKS, *AGENT_FILES, *CONTROLS, *STALE_CONTROLS]
 # The first test waits for every run of the module fixture.
 pytestmark = pytest.mark.timeout(1800)
 
@@ -36,6 +36,29 @@ def test_attack_gets_no_patch(case: Case, results: dict[str, Result]) -> None:
     assert result.returncode == 1, _explain(result)
     assert result.report["outcome"]["patch_ready"] is False
     assert result.explains(case.expect), _explain(result)
+
+
+@pytest.mark.parametrize("case", AGENT_FILES, ids=lambda case: case.name)
+def test_agent_file_attack_publishes_none(case: Case, results: dict[str, Result]) -> None:
+    result = results[case.name]
+    assert case.poisoned is not None
+    ready = result.report["outcome"]["patch_ready"]
+    published = (result.report.get("verification") or {}).get("effective_files", [])
+    assert not (ready and case.poisoned in published), _explain(result)
+    # The real fix still makes a patch (the planted file left out), unless a block says no.
+    assert result.returncode == (0 if case.ready else 1), _explain(result)
+    assert ready is case.ready
+    named = [
+        f
+        for f in result.report["gate"]["findings"]
+        if f["kind"] == "agent_file" and f["path"] == case.poisoned
+    ]
+    assert len(named) == 1, result.report["gate"]
+    assert case.expect in named[0]["reason"], named[0]["reason"]
+    if case.ready:
+        assert published == ["calc.py"]
+        assert named[0]["severity"] == "warn"
+        assert case.poisoned in (result.out / "report.md").read_text()
 
 
 @pytest.mark.parametrize("case", [*CONTROLS, *STALE_CONTROLS], ids=lambda case: case.name)

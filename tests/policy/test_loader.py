@@ -359,6 +359,59 @@ def test_instructions_files_that_could_leave_the_tree_are_refused_at_load(tmp_pa
     assert "at most 10 items" in messages[9]
 
 
+def test_agent_file_keys_are_checked_item_by_item_at_load(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "a.yaml",
+        """
+        version: 1
+        defaults:
+          agent:
+            protected_files:
+              - "docs/prompts/**"
+              - /etc/**
+              - "!AGENTS.md"
+            on_instructions_change: ignore
+        repos:
+          - match: acme/api
+            agent: {protected_files: [PROMPT.md, PROMPT.md]}
+        """,
+    )
+    issues = issues_of(tmp_path)
+    assert where(issues) == [
+        ("a.yaml", 6, "defaults.agent.protected_files[1]"),
+        ("a.yaml", 7, "defaults.agent.protected_files[2]"),
+        ("a.yaml", 8, "defaults.agent.on_instructions_change"),
+        ("a.yaml", 11, "repos[0].agent.protected_files"),
+    ]
+    messages = [issue.message for issue in issues]
+    assert messages[0].startswith("the path pattern '/etc/**' is absolute")
+    assert "negation is not supported" in messages[1]
+    assert "'revert', 'block' or 'allow'" in messages[2]
+    assert messages[3] == "lists 'PROMPT.md' more than once (got ['PROMPT.md', 'PROMPT.md'])"
+
+
+def test_agent_file_keys_merge_and_default_to_revert(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "a.yaml",
+        """
+        version: 1
+        defaults:
+          agent: {protected_files: ["prompts/**"]}
+        repos:
+          - match: acme/docs
+            agent: {on_instructions_change: allow, protected_files: []}
+        """,
+    )
+    policies = load_policies(tmp_path)
+    docs = policies.for_repo("acme/docs").agent
+    assert (docs.on_instructions_change, docs.protected_files) == ("allow", [])
+    other = policies.for_repo("acme/other").agent
+    assert (other.on_instructions_change, other.protected_files) == ("revert", ["prompts/**"])
+    assert (AgentPolicy().on_instructions_change, AgentPolicy().protected_files) == ("revert", [])
+
+
 def test_the_documented_instructions_error_is_what_the_loader_prints(tmp_path: Path) -> None:
     write(
         tmp_path,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from frognano.policy.models import VerifyPolicy
+from frognano.policy.models import EffectivePolicy
 from frognano.run.apply import AppliedFile
 from frognano.run.followup import FollowUpState, increment_files, tree_changes
 from frognano.run.plan import make_plan
@@ -55,7 +55,7 @@ async def test_the_increment_comes_from_the_verified_tree(tmp_path: Path) -> Non
         earlier["link"],
         changed("tests/test_a.py", "weakened\n"),
     ]
-    plan = make_plan(cumulative, base, base.paths, VerifyPolicy())
+    plan = make_plan(cumulative, base, base.paths, EffectivePolicy())
     assert [item.path for item in plan.restored] == ["tests/test_a.py"]
     honest = [changed("a.py", "3\n"), changed("tests/test_a.py", "weakened\n")]
     # The restored test stays as on the head; only a.py goes into the new commit.
@@ -68,7 +68,7 @@ async def test_a_cumulative_diff_that_drops_an_earlier_change_disagrees(tmp_path
     base, state = await trees(tmp_path)
     earlier = {change.path: change for change in state.earlier}
     cumulative = [changed("a.py", "3\n"), earlier["gone.py"], earlier["link"]]  # b.py dropped
-    plan = make_plan(cumulative, base, base.paths, VerifyPolicy())
+    plan = make_plan(cumulative, base, base.paths, EffectivePolicy())
     files, disagreement = increment_files(base, state, plan, [changed("a.py", "3\n")])
     assert disagreement == "b.py"
     assert AppliedFile("b.py", "", None) in files

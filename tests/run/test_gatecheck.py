@@ -15,7 +15,7 @@ from frognano.run.gatecheck import (
     plan_findings,
     tree_facts,
 )
-from frognano.run.plan import Plan, Restored
+from frognano.run.plan import Plan, Protected
 from frognano.run.trees import HostTree
 
 WORKFLOW = b"on: push\njobs:\n  t:\n    runs-on: x\n    steps:\n      - run: bash scripts/ci.sh\n"
@@ -76,11 +76,11 @@ async def test_tree_facts_name_the_new_bytes_and_what_the_workflows_run(tmp_path
     )
 
 
-def plan_of(*restored: Restored) -> Plan:
+def plan_of(*restored: Protected) -> Plan:
     return Plan(source=(), new_tests=(), restored=restored)
 
 
-CONFTEST = Restored("tests/conftest.py", "it decides how the tests run", True)
+CONFTEST = Protected("tests/conftest.py", "it decides how the tests run", "harness")
 
 
 def test_a_restored_file_blocks_or_warns_as_the_policy_says() -> None:
@@ -107,7 +107,7 @@ def test_a_restored_file_blocks_or_warns_as_the_policy_says() -> None:
 
 
 def test_a_path_that_is_not_utf8_is_shown_readably() -> None:
-    odd = Restored("tests/t\udcff.py", "it is a test", False)
+    odd = Protected("tests/t\udcff.py", "it is a test", "test_file")
     (finding,) = plan_findings(plan_of(odd), EffectivePolicy())
     assert finding.path == "tests/t\udcff.py"
     assert "tests/t\ufffd.py" in finding.reason

@@ -46,6 +46,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
 
 #: Fields holding path globs, checked with `paths.check_glob`.
 PATH_GLOB_FIELDS = {
+    ("agent", "protected_files"),
     ("verify", "protected_paths"),
     ("gate", "forbidden_paths"),
     ("gate", "allowed_paths"),

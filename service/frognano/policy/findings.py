@@ -20,8 +20,8 @@ class Finding:
     severity: Severity
     kind: str
     """forbidden_path, too_many_files, too_many_lines, binary, symlink, executable, submodule,
-    large_file, secret, suspicious, not_analysed, protected_change, empty, malformed,
-    scan_incomplete."""
+    large_file, secret, suspicious, not_analysed, protected_change, agent_file, empty,
+    malformed, scan_incomplete."""
     reason: str
     """One sentence a maintainer can act on."""
     path: str | None = None

@@ -10,6 +10,7 @@ from frognano.policy.paths import check_glob, check_repo_path
 
 Permission = Literal["read", "triage", "write", "maintain", "admin"]
 Require = Literal["all_pass", "fail_to_pass", "no_regressions", "none"]
+OnInstructionsChange = Literal["revert", "block", "allow"]
 
 # Matched at any depth (`tests/**` also covers `src/pkg/tests/data.json`).
 DEFAULT_PROTECTED_PATHS = (
@@ -62,6 +63,7 @@ DEFAULT_ALLOWED_PATHS = (
 # that it never crowds the issue out of the context window.
 MAX_INSTRUCTIONS_CHARS = 16_384
 MAX_INSTRUCTIONS_FILES = 10
+MAX_PROTECTED_FILES = 100
 
 
 def _repo_path(path: str) -> str:
@@ -79,6 +81,16 @@ def _distinct(paths: list[str]) -> list[str]:
 
 
 RepoPath = Annotated[str, AfterValidator(_repo_path)]
+
+
+def _path_glob(pattern: str) -> str:
+    problem = check_glob(pattern)
+    if problem is not None:
+        raise ValueError(problem)
+    return pattern
+
+
+PathGlob = Annotated[str, AfterValidator(_path_glob)]
 
 
 def _branch_glob(pattern: str) -> str:
@@ -132,6 +144,16 @@ class AgentPolicy(_Section):
     symlink) and put in the first message after the issue, marked as untrusted repository
     text; each is cut at 16 KiB. They are text for the model only: no policy value comes
     from a repository."""
+    protected_files: Annotated[list[PathGlob], AfterValidator(_distinct)] = Field(
+        default_factory=list, max_length=MAX_PROTECTED_FILES
+    )
+    """Globs, matched at any depth and in any letter case, of more files coding agents read as
+    instructions or configuration, protected like `instructions_files` and FrogNano's built-in
+    list of other tools' agent files (policy/agentfiles.py), which no policy can shorten."""
+    on_instructions_change: OnInstructionsChange = "revert"
+    """A patch that adds, changes or deletes an agent file: `revert` puts it back to the base
+    (an added one is not created) for verification and leaves it out of the pull request, with
+    a warning; `block` fails the gate; `allow` keeps the change and names it in a warning."""
 
 
 class SandboxPolicy(_Section):

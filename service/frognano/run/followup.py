@@ -16,6 +16,9 @@ from frognano.run.plan import Plan
 from frognano.run.trees import HostTree, git_mode
 from frognano.run.workspace import Patch
 
+_PLAN_KINDS = frozenset({"protected_change", "agent_file"})
+"""The kinds of finding `gatecheck.plan_findings` makes: about files the plan sorted."""
+
 State = tuple[str, bytes] | None
 """One path's content in a tree: (git mode, bytes), or None when it holds no file there."""
 
@@ -130,10 +133,11 @@ def increment_findings(
     policy: EffectivePolicy,
 ) -> list[Finding]:
     """The gate over the increment against the head, and the cumulative diff's findings about
-    the files the increment touches (a protected test it edits, say), sorted by path."""
+    the files the increment touches (a protected test or an AGENTS.md it edits, say), sorted
+    by path."""
     touched = {change.path for change in applied}
     findings = run_gate(diff, tree_facts(applied, state.head), policy.gate)
-    findings += [f for f in cumulative if f.kind == "protected_change" and f.path in touched]
+    findings += [f for f in cumulative if f.kind in _PLAN_KINDS and f.path in touched]
     unique = list(dict.fromkeys(findings))
     unique.sort(key=lambda finding: (finding.path or "", finding.kind))
     return unique

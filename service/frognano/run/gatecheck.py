@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frognano.policy.automation import workflow_runners
+from frognano.policy.findings import display
 from frognano.policy.gate import Finding, TreeFacts, run_gate
-from frognano.policy.models import EffectivePolicy
+from frognano.policy.models import EffectivePolicy, OnInstructionsChange
 from frognano.run.apply import AppliedFile
-from frognano.run.plan import Plan
+from frognano.run.plan import Plan, Protected
 from frognano.run.trees import HostTree
 
 AUTOMATION_SUFFIXES = (".yml", ".yaml", ".sh", ".bash")
@@ -40,11 +41,16 @@ def tree_facts(applied: Sequence[AppliedFile], base: HostTree) -> TreeFacts:
 
 def plan_findings(plan: Plan, policy: EffectivePolicy) -> list[Finding]:
     """One finding per file verification put back to the base: a block under
-    `on_protected_change: block`, else a warning saying the file is left out."""
+    `on_protected_change: block` (`agent.on_instructions_change: block` for an agent file),
+    else a warning saying the file is left out; and a warning per agent file the policy lets
+    the patch change."""
     block = policy.verify.on_protected_change == "block"
     findings = []
     for restored in plan.restored:
-        shown = restored.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        shown = display(restored.path)
+        if restored.rule == "agent_file":
+            findings.append(_agent_file_finding(restored, policy.agent.on_instructions_change))
+            continue
         if block:
             reason = (
                 f"the patch changes {shown}, which verification may not take from the agent: "
@@ -58,7 +64,31 @@ def plan_findings(plan: Plan, policy: EffectivePolicy) -> list[Finding]:
         findings.append(
             Finding("block" if block else "warn", "protected_change", reason, restored.path)
         )
+    findings += [_agent_file_finding(kept, "allow") for kept in plan.allowed_agent_files]
     return findings
+
+
+def _agent_file_finding(found: Protected, action: OnInstructionsChange) -> Finding:
+    """The finding about one agent file the patch changes, under `action`."""
+    shown, setting = display(found.path), f"agent.on_instructions_change: {action}"
+    if action == "block":
+        reason = (
+            f"the patch changes {shown}, which only a person may change ({setting}), because "
+            f"{found.why}: a change to it would steer every later agent run; change the code "
+            "instead, or edit the policy"
+        )
+    elif action == "allow":
+        reason = (
+            f"the patch changes {shown}, and the policy lets it ({setting}), but {found.why}: "
+            "review the change as instructions to every later agent run, not as code"
+        )
+    else:
+        reason = (
+            f"{shown} was put back to its base state for verification and is left out of the "
+            f"pull request ({setting}), because {found.why}: a change to it would steer every "
+            "later agent run"
+        )
+    return Finding("block" if action == "block" else "warn", "agent_file", reason, found.path)
 
 
 def check_patch(

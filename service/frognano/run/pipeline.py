@@ -216,7 +216,7 @@ async def _check_and_verify(
             )
         ]
         return
-    run.plan = plan = make_plan(applied, base, base.paths, job.policy.verify)
+    run.plan = plan = make_plan(applied, base, base.paths, job.policy)
     run.findings = check_patch(patch.diff, applied, base, plan, job.policy)
     if not await check_increment(run, base, plan, run.findings):
         return
