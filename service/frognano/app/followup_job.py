@@ -189,8 +189,8 @@ async def _run(
     out_dir = deps.settings.trajectory_dir / run_id / f"attempt-{attempt}"
     fetch = await _client(deps, request, FETCH)
     with bound_contextvars(run_id=run_id), tempfile.TemporaryDirectory(prefix="frognano-") as tmp:
-        base = await fetch.download_tree(base_sha, Path(tmp) / "base")
-        head = await fetch.download_tree(pull.head_sha, Path(tmp) / "head")
+        base = (await fetch.download_tree(base_sha, Path(tmp) / "base")).root
+        head = (await fetch.download_tree(pull.head_sha, Path(tmp) / "head")).root
         review = await _review(ack, request)
         job = SolveJob(
             repo_dir=base,

@@ -232,7 +232,8 @@ async def _fetch(run: _Run) -> AsyncIterator[_Base]:
             raise FrogNanoError(f"the base branch {base} is gone")
         sha = head
     with tempfile.TemporaryDirectory(prefix="frognano-base-") as scratch:
-        yield _Base(branch, sha, await fetch.download_tree(sha, Path(scratch) / "tree"), picked)
+        tree = await fetch.download_tree(sha, Path(scratch) / "tree")
+        yield _Base(branch, sha, tree.root, picked)
 
 
 async def _pipeline(
