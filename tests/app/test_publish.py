@@ -137,6 +137,7 @@ def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
         "durations": {"total": 300.0, "agent": 250.0, "verify": 40.0, "model": 200.0, "tools": 50},
         "sandbox": {"backend": "local", "mechanism": "bwrap"},
         "base_commit": "0" * 40,
+        "left_out_links": [],
         "patch": {
             "files": ["src/app.py", "tests/test_app.py"],
             "insertions": 10,

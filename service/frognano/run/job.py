@@ -13,6 +13,7 @@ from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
 from frognano.run.followup import FollowUp, FollowUpState
 from frognano.run.instructions import Instructions
+from frognano.run.leftout import LeftOutLink
 from frognano.run.plan import Plan
 from frognano.run.report import RunStage
 from frognano.run.runid import new_run_id
@@ -52,6 +53,11 @@ class SolveJob:
     False fails at once, for a person at a terminal."""
     follow_up: FollowUp | None = None
     """A later round on a pull request a run opened; None for a first run."""
+    left_out_links: tuple[LeftOutLink, ...] = ()
+    """Symlinks of the repository that `repo_dir` (and a follow-up's head) does not hold
+    because they lead outside it (the worker's download leaves them out): named in the
+    reports, and no patch may touch them (leftout.py). A local checkout has none: `solve`
+    refuses such a link instead."""
 
 
 @dataclass

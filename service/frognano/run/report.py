@@ -19,6 +19,7 @@ __all__ = [
     "InstructionFileRecord",
     "InstructionFileStatus",
     "InstructionsRecord",
+    "LeftOutLinkRecord",
     "OutcomeRecord",
     "PatchRecord",
     "PolicyRecord",
@@ -192,6 +193,14 @@ class InstructionsRecord(TypedDict):
     """Every path of `agent.instructions_files`, in the policy's order."""
 
 
+class LeftOutLinkRecord(TypedDict):
+    """A symlink of the repository left out of the base tree: it leads outside the repository."""
+
+    path: str
+    target: str
+    """Where it points: repository content, untrusted."""
+
+
 class FollowUpRecord(TypedDict):
     """A follow-up run: which round, what review it answered, and its two diffs."""
 
@@ -234,6 +243,9 @@ class RunReport(TypedDict):
     durations: DurationsRecord
     sandbox: SandboxRecord
     base_commit: str | None
+    left_out_links: list[LeftOutLinkRecord]
+    """Symlinks of the repository the base tree does not hold (the worker's download leaves
+    out those leading outside the repository); a patch may not touch them."""
     patch: PatchRecord | None
     verification: VerificationRecord | None
     gate: GateRecord | None

@@ -73,6 +73,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "durations": durations,
         "sandbox": {"backend": job.backend, "mechanism": run.mechanism},
         "base_commit": run.base_commit,
+        "left_out_links": [link.record() for link in job.left_out_links],
         "patch": _patch(run.patch),
         "verification": _verification(run.verification),
         "gate": _gate(run.findings),
@@ -208,6 +209,7 @@ def render_markdown(report: RunReport) -> str:
         f"- Issue: {report['issue_title']}",
         f"- Repository: {report['repo']} at `{report['repo_dir']}` "
         f"(base `{report['base_commit'] or '-'}`)",
+        *_left_out_md(report),
         f"- Policy: {report['policy']['source']}",
         f"- {_instructions_md(report)}",
         (
@@ -357,6 +359,14 @@ def _patch_md(patch: PatchRecord | None) -> list[str]:
         *(f"- `{path}`" for path in patch["files"]),
         "",
     ]
+
+
+def _left_out_md(report: RunReport) -> list[str]:
+    links = report["left_out_links"]
+    if not links:
+        return []
+    shown = ", ".join(f"`{link['path']}` -> `{link['target']}`" for link in links)
+    return [f"- Left out of the tree (symbolic links leading outside the repository): {shown}"]
 
 
 def _instructions_md(report: RunReport) -> str:
