@@ -493,6 +493,7 @@ STAGES: list[status.Stage] = [
     status.FollowUpCommitted(url="https://github.com/octo/hello/pull/12", sha="a" * 40, round=2),
     status.FollowUpNoCommit(url="https://github.com/octo/hello/pull/12", why=make_report()),
     status.Cancelled(reason="the label was removed", run_id=RUN),
+    status.TreeRefused(why="is a hard link", member="docs/hard", run_id=RUN),
     status.Error(run_id=RUN),
 ]
 

@@ -47,6 +47,7 @@ from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import RedisCache
 from frognano.run.followup import FollowUp
 from frognano.run.job import SolveJob
+from frognano.run.leftout import LeftOutLink
 from frognano.run.pipeline import SolveOutcome, solve
 from frognano.run.runid import new_run_id
 from frognano.sandbox.kubernetes.pod import ATTEMPT
@@ -189,8 +190,12 @@ async def _run(
     out_dir = deps.settings.trajectory_dir / run_id / f"attempt-{attempt}"
     fetch = await _client(deps, request, FETCH)
     with bound_contextvars(run_id=run_id), tempfile.TemporaryDirectory(prefix="frognano-") as tmp:
-        base = (await fetch.download_tree(base_sha, Path(tmp) / "base")).root
-        head = (await fetch.download_tree(pull.head_sha, Path(tmp) / "head")).root
+        base_tree = await fetch.download_tree(base_sha, Path(tmp) / "base")
+        head_tree = await fetch.download_tree(pull.head_sha, Path(tmp) / "head")
+        base, head = base_tree.root, head_tree.root
+        # The head's commit goes on top of the head: its left-out links count as the base's.
+        found = (*base_tree.left_out, *head_tree.left_out)
+        left_out = tuple(dict.fromkeys(LeftOutLink(link.path, link.target) for link in found))
         review = await _review(ack, request)
         job = SolveJob(
             repo_dir=base,
@@ -209,6 +214,7 @@ async def _run(
             follow_up=FollowUp(
                 head, review, round=followups_done(commits, app_login) + 2, head_exclude=()
             ),
+            left_out_links=left_out,
         )
         max_steps = policy.agent.max_steps
         await status.say(Working(step=0, max_steps=max_steps, run_id=run_id))

@@ -31,12 +31,14 @@ from frognano.app.status import (
     NoPullRequest,
     Published,
     Queued,
+    TreeRefused,
     Working,
     status_marker,
 )
 from frognano.app.status_comment import StatusComment
 from frognano.app.triggers import RunRequest
 from frognano.errors import FrogNanoError, SandboxBusy
+from frognano.github.archive import ArchiveRefused
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp, Permissions
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange
@@ -46,6 +48,7 @@ from frognano.policy.paths import path_matches
 from frognano.policy.store import PolicyStore
 from frognano.run.baselines import RedisCache
 from frognano.run.job import SolveJob
+from frognano.run.leftout import LeftOutLink
 from frognano.run.pipeline import SolveOutcome, solve
 from frognano.sandbox.kubernetes.pod import ATTEMPT
 from frognano.settings import Settings
@@ -100,7 +103,7 @@ async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt:
             await _finish(run, result)
 
 
-async def _stages(run: _Run) -> str:
+async def _stages(run: _Run) -> str:  # noqa: PLR0911 - one return per outcome
     policy = run.deps.policies.current.for_repo(run.request.issue.repo)
     if not policy.enabled:
         log.info("run.disabled")
@@ -123,6 +126,12 @@ async def _stages(run: _Run) -> str:
         return "cancelled"
     except SandboxBusy as exc:
         await _wait_for_sandbox(run, status, exc)
+    except ArchiveRefused as exc:
+        # The repository's own content refused its archive: its maintainers can act on that.
+        log.warning("run.archive_refused", reason=str(exc))
+        await status.say(TreeRefused(why=exc.why, member=exc.member, run_id=run.run_id,
+                                     label=run.request.label))  # fmt: skip
+        return "no_pull_request"
     except asyncio.CancelledError:
         # arq aborted the job (a cancel that arrived while it was queued or running).
         with contextlib.suppress(Exception):
@@ -216,6 +225,8 @@ class _Base:
     """The base commit's files; gone once `_fetch` exits."""
     picked: bool = False
     """A branch a writer picked, not the default one."""
+    left_out: tuple[LeftOutLink, ...] = ()
+    """The repository's symlinks leading outside it, which the download left out."""
 
 
 @contextlib.asynccontextmanager
@@ -233,7 +244,8 @@ async def _fetch(run: _Run) -> AsyncIterator[_Base]:
         sha = head
     with tempfile.TemporaryDirectory(prefix="frognano-base-") as scratch:
         tree = await fetch.download_tree(sha, Path(scratch) / "tree")
-        yield _Base(branch, sha, tree.root, picked)
+        left_out = tuple(LeftOutLink(link.path, link.target) for link in tree.left_out)
+        yield _Base(branch, sha, tree.root, picked, left_out)
 
 
 async def _pipeline(
@@ -255,6 +267,7 @@ async def _pipeline(
         sandbox_labels={ATTEMPT: str(run.attempt)},
         baseline_cache=RedisCache(deps.queue.redis),
         wait_for_model=True,
+        left_out_links=base.left_out,
     )
     max_steps = policy.agent.max_steps
     await status.say(Working(step=0, max_steps=max_steps, run_id=run.run_id))
@@ -296,6 +309,7 @@ async def _publish(
             draft=pull.draft,
             run_id=run.run_id,
             story_url=published.verification_url,
+            left_out=outcome.report["left_out_links"],
         )
     )
 

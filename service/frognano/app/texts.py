@@ -28,6 +28,7 @@ from frognano.run.report import (
     ComparisonList,
     FindingRecord,
     GateRecord,
+    LeftOutLinkRecord,
     RunReport,
     SuiteRunKey,
     SuiteRunRecord,
@@ -41,6 +42,7 @@ __all__ = [
     "Conclusion",
     "finding_line",
     "items",
+    "left_out_line",
     "pull_request_body",
     "pull_request_title",
     "run_line",
@@ -79,6 +81,22 @@ def items(label: str, values: Sequence[str], limit: int = _LIST_ITEMS) -> str:
     shown = ", ".join(code(shorten(value, _ITEM_CHARS)) for value in values[:limit])
     more = f" and {len(values) - limit:,} more" if len(values) > limit else ""
     return f"- {label} ({len(values):,}): {shown}{more}"
+
+
+def left_out_line(links: Sequence[LeftOutLinkRecord], limit: int = 20) -> str | None:
+    """The symlinks left out of the base tree as one list item (path and target, both the
+    repository's text), or None when there are none."""
+    if not links:
+        return None
+    shown = ", ".join(
+        f"{code(shorten(link['path'], _ITEM_CHARS))} to {code(shorten(link['target'], 80))}"
+        for link in links[:limit]
+    )
+    more = f" and {len(links) - limit:,} more" if len(links) > limit else ""
+    return (
+        f"- Symbolic links leading outside the repository, left out of the tree the agent and "
+        f"the tests saw, and left alone by the patch ({len(links):,}): {shown}{more}"
+    )
 
 
 def run_line(label: str, run: SuiteRunRecord | None) -> str:
@@ -215,6 +233,9 @@ def _statistics(report: RunReport) -> list[str]:
     used = instructions_line(record, code, absent=False) if record else None
     if used:
         lines.append(f"- {used}")
+    left_out = left_out_line(report["left_out_links"])
+    if left_out:
+        lines.append(left_out)
     stop = report["stop_reason"]
     if stop and stop != "completed":
         lines.append(f"- The agent stopped early: {code(stop)} ({md(report['stop_detail'] or '')})")
@@ -311,6 +332,9 @@ def verification_check(
         fixed("\n### Gate\n"),
         *_findings(gate, severity=None),
     ]
+    left_out = left_out_line(report["left_out_links"])
+    if left_out:
+        summary_parts.append(Part(f"\n{left_out}"))
     summary = fit(summary_parts, CHECK_BUDGET)
     output = [fixed("\n### Test output, most recent lines last")]
     if verification is not None:
