@@ -135,7 +135,7 @@ def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
         "format_reminders": 0,
         "compactions": 0,
         "durations": {"total": 300.0, "agent": 250.0, "verify": 40.0, "model": 200.0, "tools": 50},
-        "sandbox": {"backend": "local", "mechanism": "bwrap"},
+        "sandbox": {"backend": "local", "mechanism": "bwrap", "host_paths": []},
         "base_commit": "0" * 40,
         "left_out_links": [],
         "patch": {

@@ -19,6 +19,7 @@ from frognano.run.report import RunStage
 from frognano.run.runid import new_run_id
 from frognano.run.verification import Verification
 from frognano.run.workspace import Patch
+from frognano.sandbox.hostpaths import HostPaths
 
 __all__ = ["RunState", "SolveJob"]
 
@@ -69,6 +70,8 @@ class RunState:
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     stages: dict[RunStage, float] = field(default_factory=dict)
     mechanism: str | None = None
+    host_paths: HostPaths = field(default_factory=HostPaths)
+    """The host folders the run's sandboxes show at their own paths (all are built alike)."""
     base_commit: str | None = None
     instructions: Instructions | None = None
     agent: AgentResult | None = None

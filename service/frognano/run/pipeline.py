@@ -43,6 +43,7 @@ from frognano.run.verification import verify
 from frognano.run.workspace import Patch, collect_patch, env_in_tree, prepare, upload_excludes
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
+from frognano.sandbox.hostpaths import host_paths_of
 from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.settings import Settings
 
@@ -168,6 +169,7 @@ async def _work(
     stage("starting the sandbox")
     async with await create_sandbox(job.backend, options) as box:
         run.mechanism = getattr(box, "mechanism", None)
+        run.host_paths = host_paths_of(box)
         exclude = excludes + env_in_tree(box, repo_dir)
         # From the host's copy of the base, as uploaded: never anything the agent wrote.
         outside = [link.path for link in job.left_out_links]
@@ -261,7 +263,11 @@ async def _run_agent(
             base_commit=run.base_commit,
             policy=job.policy_source,
             sampling=sampling.summary(),
-            sandbox={"backend": job.backend, "mechanism": run.mechanism},
+            sandbox={
+                "backend": job.backend,
+                "mechanism": run.mechanism,
+                "host_paths": run.host_paths.to_json(),
+            },
         )
         loop = AgentLoop(
             model,

@@ -16,6 +16,7 @@ __all__ = [
     "DurationsRecord",
     "FindingRecord",
     "GateRecord",
+    "HostPathRecord",
     "InstructionFileRecord",
     "InstructionFileStatus",
     "InstructionsRecord",
@@ -72,9 +73,19 @@ class DurationsRecord(StageDurations):
     tools: float
 
 
+class HostPathRecord(TypedDict):
+    """A host folder the sandbox shows at its own path, and what stands for it in the report."""
+
+    path: str
+    placeholder: str
+
+
 class SandboxRecord(TypedDict):
     backend: str
     mechanism: str | None
+    host_paths: list[HostPathRecord]
+    """The text of the report (test output, the agent's words, errors) names these folders by
+    their placeholders; the trajectory keeps what the agent saw."""
 
 
 class PatchRecord(TypedDict):
