@@ -57,7 +57,7 @@ APP = "frognano[bot]"
 LABELLER = "alice"
 LABELLER_ID = 4242
 RUN = "20250101-120000-abc123"
-TRAJECTORY = "s3://frognano-trajectories/octo/hello/20250101-120000-abc123.jsonl"
+TRAJECTORY = "20250101-120000-abc123/attempt-1/trajectory.jsonl"
 BRANCH = "frognano/issue-7"
 MARKER = status.status_marker(7)
 
@@ -266,7 +266,10 @@ def test_body_sections_in_order() -> None:
     assert "120,000 prompt (90,000 from the prefix cache, 75%), 3,000 generated" in body
     assert "300.0 s in all; model 200.0 s, tools 50.0 s; stages: agent 250.0 s" in body
     assert f"- Run id: `{RUN}`" in body
-    assert f"- Trajectory: `{TRAJECTORY}`" in body
+    assert (
+        f"- Trajectory: `{TRAJECTORY}` on the worker, under `FROGNANO_TRAJECTORY_DIR` "
+        "(`frognano trajectory show` prints it)"
+    ) in body
     assert body.endswith("\nRefs #7")
     assert "Fixes" not in body
     assert "draft pull requests" not in body

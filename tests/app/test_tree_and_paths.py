@@ -5,9 +5,13 @@ shows a host path of the worker."""
 from __future__ import annotations
 
 import io
+import json
+import os
+import sys
 import tarfile
 from pathlib import Path
 
+from frognano.agent.trajectory import read_events
 from frognano.app.review import VERIFICATION_CHECK
 from frognano.app.status import Published, TreeRefused, status_marker
 from frognano.app.texts import left_out_line
@@ -15,6 +19,7 @@ from frognano.github.client import RepoClient
 from frognano.github.models import FileChange
 from frognano.github.retry import Transport
 from frognano.run.report import LeftOutLinkRecord
+from frognano.sandbox.pyenv import SYSTEM_DIRS
 from tests.app import test_worker
 from tests.app.test_followup_job import command, first_run
 from tests.app.test_worker import FIX, REPO, World, checks
@@ -197,3 +202,70 @@ def test_a_refused_archive_without_a_member_names_the_limit() -> None:
     text = TreeRefused(why="the archive is empty", run_id="r1").text()
     assert "was refused because the archive is empty. Change that in the" in text
     assert text.endswith("<sub>Run `r1`</sub>")
+
+
+# -- problem 2: no host path of the worker on GitHub ---------------------------------------------
+
+# test_empty fails on the base with a message naming the sandbox's Python environment, which
+# a local sandbox mounts at its host path (as a traceback through site-packages would).
+LOUD_TESTS = b"""import sys
+
+import pytest
+
+from calc import mean
+
+
+def test_mean():
+    assert mean([1, 2, 3]) == 2
+
+
+def test_empty():
+    try:
+        mean([])
+    except ValueError:
+        return
+    except Exception as exc:
+        raise AssertionError(f"{type(exc).__name__} in {pytest.__file__}, {sys.base_prefix}")
+"""
+PRINT_PREFIXES = "python -c 'import sys; print(sys.prefix, sys.base_prefix)'"
+WHERE = Turn(calls=[("Bash", {"command": PRINT_PREFIXES})])
+
+
+async def test_nothing_published_names_a_host_path_of_the_worker(world: World) -> None:
+    await on_main(world, [FileChange("tests/test_calc.py", "100644", LOUD_TESTS)])
+    with ScriptedModelServer([WHERE, *FIX]) as model:
+        use_model(world, model)
+        assert await world.submit(world.request()) == "queued"
+        await world.work()
+    repo = world.fake.repo(REPO)
+    (pull,) = repo.pulls.values()
+    head = repo.branch_sha("frognano/issue-7")
+    assert head is not None
+    check = checks(world.fake, head)[VERIFICATION_CHECK]["output"]
+    body = repo.issues[int(pull["number"])]["body"]
+    trajectories = world.deps.settings.trajectory_dir
+    (kept,) = trajectories.glob("*/attempt-1/trajectory.jsonl")
+    run_id = kept.parent.parent.name
+    location = f"{run_id}/attempt-1/trajectory.jsonl"
+    assert (trajectories / location).is_file()
+    assert f"- Run id: `{run_id}`" in body
+    assert f"- Trajectory: `{location}` on the worker, under `FROGNANO_TRAJECTORY_DIR`" in body
+    # The sandbox's output and the agent's story name the environment by its placeholders.
+    site = "/lib/python3.11/site-packages/pytest/__init__.py"
+    assert f"ZeroDivisionError in <python>{site}, <python-base>" in check["text"]
+    assert f"Bash   {PRINT_PREFIXES}  -> <python> <python-base>" in check["text"]
+    host = [str(trajectories), sys.prefix, os.path.realpath(sys.prefix)]
+    host += [base for base in (sys.base_prefix, os.path.realpath(sys.base_prefix))
+             if not base.startswith(SYSTEM_DIRS)]  # fmt: skip
+    published = [body, check["summary"], check["text"], status_of(world),
+                 repo.commits[head]["message"]]  # fmt: skip
+    for text in published:
+        for path in host:
+            assert path not in text
+    # The trajectory keeps what the agent saw, and says which placeholder is which folder.
+    events = read_events(kept).events
+    assert f"{sys.prefix} {sys.base_prefix}" in str(events)
+    assert [sys.prefix, "<python>"] in events[0]["sandbox"]["host_paths"]
+    assert f"`<python>` is {sys.prefix}" in (kept.parent / "report.md").read_text()
+    report = json.loads((kept.parent / "report.json").read_text())
+    assert f"<python>{site}" in report["verification"]["baseline"]["output"]

@@ -296,7 +296,7 @@ async def _publish(
         labeller_id=request.labeller_id,
         run_id=run.run_id,
         policy=policy.publish,
-        trajectory_location=str(run.out_dir / "trajectory.jsonl"),
+        trajectory_location=f"{run.run_id}/attempt-{run.attempt}/trajectory.jsonl",
         story=_story(run.out_dir / "trajectory.jsonl"),
         app_login=await run.deps.app.app_login(),
         fresh_branch=request.retry,

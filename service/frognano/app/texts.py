@@ -252,7 +252,8 @@ def pull_request_body(
     draft: bool = True,
 ) -> str:
     """The pull request description: the warning first, then the agent's summary (quoted),
-    test evidence, gate warnings, run statistics, run id and trajectory, and the link line
+    test evidence, gate warnings, run statistics, run id and trajectory (`trajectory_location`
+    relative to the worker's trajectory folder: no host path of the worker), and the link line
     (`Refs #N`, or `Fixes #N` to close the issue on merge) last. `draft` False adds a note
     that the repository cannot have draft pull requests."""
     if link not in ("refs", "fixes"):
@@ -279,7 +280,10 @@ def pull_request_body(
         fixed("\n## Run\n"),
         *(Part(line) for line in _statistics(report)),
         fixed(f"- Run id: {code(run_id)}"),
-        fixed(f"- Trajectory: {code(trajectory_location)}"),
+        fixed(
+            f"- Trajectory: {code(trajectory_location)} on the worker, under "
+            "`FROGNANO_TRAJECTORY_DIR` (`frognano trajectory show` prints it)"
+        ),
         fixed(f"\n{'Fixes' if link == 'fixes' else 'Refs'} #{issue_number}"),
     ]
     return fit(parts, BODY_BUDGET)
