@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import tarfile
+import uuid
 from pathlib import Path
 
 from frognano.agent.trajectory import read_events
@@ -232,7 +233,9 @@ WHERE = Turn(calls=[("Bash", {"command": PRINT_PREFIXES})])
 
 
 async def test_nothing_published_names_a_host_path_of_the_worker(world: World) -> None:
-    await on_main(world, [FileChange("tests/test_calc.py", "100644", LOUD_TESTS)])
+    # A tree of its own, so the baseline is run here, never taken from the shared cache.
+    tests = LOUD_TESTS + f"# {uuid.uuid4()}\n".encode()
+    await on_main(world, [FileChange("tests/test_calc.py", "100644", tests)])
     with ScriptedModelServer([WHERE, *FIX]) as model:
         use_model(world, model)
         assert await world.submit(world.request()) == "queued"
@@ -268,4 +271,6 @@ async def test_nothing_published_names_a_host_path_of_the_worker(world: World) -
     assert [sys.prefix, "<python>"] in events[0]["sandbox"]["host_paths"]
     assert f"`<python>` is {sys.prefix}" in (kept.parent / "report.md").read_text()
     report = json.loads((kept.parent / "report.json").read_text())
-    assert f"<python>{site}" in report["verification"]["baseline"]["output"]
+    baseline = report["verification"]["baseline"]
+    assert baseline["cached"] is False
+    assert f"<python>{site}" in baseline["output"]
