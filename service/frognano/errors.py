@@ -3,7 +3,10 @@
 #   FrogNanoError
 #   ├── ConfigError            settings or options are wrong; the message says which and how to fix
 #   ├── UnsafePathError        a path would leave the sandbox (relative, outside its roots, a
-#   │                          symlink out of an uploaded tree); also a ValueError
+#   │   │                      symlink out of an uploaded tree); also a ValueError
+#   │   └── ArchiveRefused     GitHub's tarball of a repository holds a member that refuses it
+#   │                          whole; defined in frognano.github.archive; its reason is the
+#   │                          repository's, for its maintainers
 #   ├── SetupError             a policy setup command failed; nothing after it would mean anything
 #   ├── SandboxError           the sandbox itself failed, not a command inside it
 #   │   ├── SandboxUnavailable no isolation mechanism works on this host, or the cluster

@@ -95,3 +95,28 @@ def test_long_arguments_are_cut_in_the_middle() -> None:
     assert line.endswith("x --the-end")
     assert "..." in line
     assert clipped_line("short", 10) == "short"
+
+
+def test_the_host_folders_run_info_names_are_shown_by_their_placeholders() -> None:
+    venv = "/srv/frognano/.venv"
+    long_path = venv + "/lib/python3.11/site-packages/" + "deep/" * 60 + "x.py"
+    events: list[dict[str, Any]] = [
+        {"event": "run_info", "sandbox": {"backend": "local",
+                                          "host_paths": [[venv, "<python>"], "junk"]}},
+        {"event": "tool", "step": 1, "name": "Read", "arguments": _call(file_path=long_path),
+         "result": "1\n2\n"},
+        {"event": "tool", "step": 2, "name": "Bash", "arguments": _call(command="pytest"),
+         "result": f'File "{venv}/lib/python3.11/site-packages/_pytest/main.py", line 3\n'
+                   f"E   ImportError: {venv}2/x is not {venv}"},
+        {"event": "assistant", "step": 3, "content": f"Looked in {venv}/bin.", "tool_calls": []},
+        {"event": "run_end", "stop_reason": "completed", "detail": f"ran {venv}/bin/python",
+         "summary": f"See {venv}."},
+    ]  # fmt: skip
+    story = story_of(events)
+    # Named before the middle of a long argument is cut, so no half of the folder is left.
+    assert story.lines[0].arguments.startswith("<python>/lib/python3.11/site-packages/deep/")
+    assert story.lines[1].outcome == f"E ImportError: {venv}2/x is not <python>"
+    assert story.lines[2].outcome == "Looked in <python>/bin."
+    assert (story.detail, story.summary) == ("ran <python>/bin/python", "See <python>.")
+    # Without a run_info naming them, nothing is replaced (a trajectory from before, say).
+    assert story_of(events[1:]).summary == f"See {venv}."

@@ -58,7 +58,7 @@ APP = "frognano[bot]"
 LABELLER = "alice"
 LABELLER_ID = 4242
 RUN = "20250101-120000-abc123"
-TRAJECTORY = "s3://frognano-trajectories/octo/hello/20250101-120000-abc123.jsonl"
+TRAJECTORY = "20250101-120000-abc123/attempt-1/trajectory.jsonl"
 BRANCH = "frognano/issue-7"
 MARKER = status.status_marker(7)
 
@@ -136,8 +136,9 @@ def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
         "format_reminders": 0,
         "compactions": 0,
         "durations": {"total": 300.0, "agent": 250.0, "verify": 40.0, "model": 200.0, "tools": 50},
-        "sandbox": {"backend": "local", "mechanism": "bwrap"},
+        "sandbox": {"backend": "local", "mechanism": "bwrap", "host_paths": []},
         "base_commit": "0" * 40,
+        "left_out_links": [],
         "patch": {
             "files": ["src/app.py", "tests/test_app.py"],
             "insertions": 10,
@@ -266,7 +267,10 @@ def test_body_sections_in_order() -> None:
     assert "120,000 prompt (90,000 from the prefix cache, 75%), 3,000 generated" in body
     assert "300.0 s in all; model 200.0 s, tools 50.0 s; stages: agent 250.0 s" in body
     assert f"- Run id: `{RUN}`" in body
-    assert f"- Trajectory: `{TRAJECTORY}`" in body
+    assert (
+        f"- Trajectory: `{TRAJECTORY}` on the worker, under `FROGNANO_TRAJECTORY_DIR` "
+        "(`frognano trajectory show` prints it)"
+    ) in body
     assert body.endswith("\nRefs #7")
     assert "Fixes" not in body
     assert "draft pull requests" not in body
@@ -297,7 +301,8 @@ def test_body_without_findings_or_cache_figures() -> None:
     body = body_of(report)
     assert "None: nothing in the patch conflicts with the policy." in body
     assert "cache hits not reported" in body
-    assert "Protected test and harness files changed by the agent: none." in body
+    none = "Protected files (tests, harness, agent instructions) changed by the agent: none."
+    assert none in body
 
 
 def test_body_says_in_one_line_which_instructions_were_used() -> None:
@@ -493,6 +498,7 @@ STAGES: list[status.Stage] = [
     status.FollowUpCommitted(url="https://github.com/octo/hello/pull/12", sha="a" * 40, round=2),
     status.FollowUpNoCommit(url="https://github.com/octo/hello/pull/12", why=make_report()),
     status.Cancelled(reason="the label was removed", run_id=RUN),
+    status.TreeRefused(why="is a hard link", member="docs/hard", run_id=RUN),
     status.Error(run_id=RUN),
 ]
 

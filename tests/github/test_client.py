@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from frognano.errors import UnsafePathError
+from frognano.github.archive import LeftOutLink
 from frognano.github.auth import ACKNOWLEDGE, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.errors import BranchConflict, GitHubUnavailable
@@ -128,7 +129,9 @@ async def test_default_branch_and_download_tree(
         ],
         "add a script",
     )
-    dest = await client.download_tree(commit, tmp_path / "tree")
+    extracted = await client.download_tree(commit, tmp_path / "tree")
+    dest = extracted.root
+    assert extracted.left_out == ()
     files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if not p.is_dir())
     assert files == ["README.md", "bin/run.sh", "docs/readme-link", "old.txt", "src/app.py"]
     assert (dest / "src/app.py").read_bytes() == FILES["src/app.py"]
@@ -137,16 +140,24 @@ async def test_default_branch_and_download_tree(
     assert list(tmp_path.iterdir()) == [dest]  # the tarball itself is gone
 
 
-async def test_download_refuses_a_tree_with_an_escaping_symlink(
+async def test_download_leaves_out_the_symlinks_that_lead_outside_the_tree(
     fake: FakeGitHub, client: RepoClient, tmp_path: Path
 ) -> None:
     _name, sha = await client.default_branch()
-    evil = await client.create_commit(
-        sha, [FileChange("passwd", "120000", b"/etc/passwd")], "absolute link"
+    links = [
+        FileChange("passwd", "120000", b"/etc/passwd"),
+        FileChange("src/up", "120000", b"../.."),
+    ]
+    evil = await client.create_commit(sha, links, "links out")
+    extracted = await client.download_tree(evil, tmp_path / "tree")
+    assert extracted.left_out == (
+        LeftOutLink("passwd", "/etc/passwd"),
+        LeftOutLink("src/up", "../.."),
     )
-    with pytest.raises(UnsafePathError, match="outside the tree"):
-        await client.download_tree(evil, tmp_path / "tree")
-    assert list((tmp_path / "tree").iterdir()) == []
+    tree = extracted.root
+    assert not os.path.lexists(tree / "passwd")
+    assert not os.path.lexists(tree / "src/up")
+    assert (tree / "src/app.py").read_bytes() == FILES["src/app.py"]
 
 
 # -- publish --------------------------------------------------------------------------------

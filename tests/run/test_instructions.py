@@ -206,3 +206,32 @@ def test_the_one_line_summary() -> None:
     assert instructions_line(nothing, str, absent=True) == (
         "Instructions for the agent: CLAUDE.md absent"
     )
+
+
+def test_a_link_left_out_because_it_leads_outside_is_skipped_saying_so(tree: Path) -> None:
+    # The download left out `AGENTS.md -> /etc/passwd` and `docs/x -> ../../..`: the tree has
+    # neither (and may hold nothing there), yet neither file is merely absent.
+    (tree / "CLAUDE.md").write_text("kept\n")
+    links = ("AGENTS.md", "docs/x")
+    read = read_instructions(
+        tree, policy("AGENTS.md", "docs/x/AGENTS.md", "CLAUDE.md"), outside_links=links
+    )
+    assert read.files == (
+        InstructionFile(
+            "AGENTS.md",
+            "skipped",
+            reason="it is a symbolic link leading outside the repository, which FrogNano left "
+            "out of the tree",
+        ),
+        InstructionFile(
+            "docs/x/AGENTS.md",
+            "skipped",
+            reason="it is inside docs/x, a symbolic link leading outside the repository, "
+            "which FrogNano left out of the tree",
+        ),
+        InstructionFile("CLAUDE.md", "used", "kept\n", size=5),
+    )
+    # Not a prefix match on names: `docs/xy` is not below `docs/x`.
+    assert read_instructions(tree, policy("docs/xy.md"), outside_links=links).files[0] == (
+        InstructionFile("docs/xy.md", "absent")
+    )

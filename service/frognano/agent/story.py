@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frognano.agent.prompts import one_line
+from frognano.sandbox.hostpaths import HostPaths
 
 # How much of a tool's arguments and result one line shows; whoever renders the story may cut
 # further to fit a size limit.
@@ -90,26 +91,42 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _host_paths(event: Mapping[str, Any]) -> HostPaths:
+    sandbox = event.get("sandbox")
+    return HostPaths.from_json(sandbox.get("host_paths") if isinstance(sandbox, Mapping) else None)
+
+
 def story_of(events: Iterable[Mapping[str, Any]]) -> Story:
-    """The story of one run's trajectory events (as `read_events` returns them)."""
+    """The story of one run's trajectory events (as `read_events` returns them). The host
+    folders the run's `run_info` says its sandbox showed are named by their placeholders
+    (sandbox/hostpaths.py): a story is for publishing, the trajectory keeps what was seen."""
     lines: list[StoryLine] = []
     answered: dict[int, str] = {}
     end: Mapping[str, Any] = {}
+    hide = HostPaths().hide
     for event in events:
         kind = event.get("event")
         step = _int(event.get("step"))
-        if kind == "assistant" and not event.get("tool_calls"):
+        if kind == "run_info":
+            hide = _host_paths(event).hide
+        elif kind == "assistant" and not event.get("tool_calls"):
             content = event.get("content")
-            answered[step] = content if isinstance(content, str) else ""
+            answered[step] = hide(content) if isinstance(content, str) else ""
         elif kind == "tool":
             tool = str(event.get("name", "?"))
             is_error = bool(event.get("is_error"))
+            arguments, result = event.get("arguments"), event.get("result")
             lines.append(
                 StoryLine(
                     step=step,
                     tool=tool,
-                    arguments=_arguments(tool, event.get("arguments")),
-                    outcome=_outcome(tool, event.get("result"), is_error),
+                    # Before any cut: a folder cut in two would no longer be recognised.
+                    arguments=_arguments(
+                        tool, hide(arguments) if isinstance(arguments, str) else ""
+                    ),
+                    outcome=_outcome(
+                        tool, hide(result) if isinstance(result, str) else "", is_error
+                    ),
                     is_error=is_error,
                 )
             )
@@ -126,8 +143,8 @@ def story_of(events: Iterable[Mapping[str, Any]]) -> Story:
     return Story(
         lines=lines,
         stop_reason=str(end.get("stop_reason", "unknown")),
-        detail=str(end.get("detail") or ""),
-        summary=str(end.get("summary") or ""),
+        detail=hide(str(end.get("detail") or "")),
+        summary=hide(str(end.get("summary") or "")),
         steps=_int(end.get("steps")) or max((line.step for line in lines), default=0),
         prompt_tokens=_int(stats.get("prompt_tokens")),
         completion_tokens=_int(stats.get("completion_tokens")),

@@ -12,11 +12,13 @@ from __future__ import annotations
 from frognano.app.commands import BASE, RETRY, STOP, word_base
 from frognano.app.decisions import CancelRequest, CommandRequest, RunRequest
 from frognano.app.intake import Submission
+from frognano.app.permissions import role_at_least
 from frognano.app.replies import reply
-from frognano.app.run_issue import PERMISSION_RANK, RunDeps
+from frognano.app.run_issue import RunDeps
 from frognano.github.auth import ACKNOWLEDGE
 from frognano.github.client import RepoClient
 from frognano.log import bound_contextvars, get_logger
+from frognano.policy.models import Permission
 
 __all__ = ["run_command"]
 
@@ -35,8 +37,10 @@ async def run_command(deps: RunDeps, request: CommandRequest) -> str:
         client = await deps.app.repo_client(
             issue.installation_id, issue.repo, issue.repo_id, ACKNOWLEDGE
         )
-        role = await client.permission(request.commenter)
-        if PERMISSION_RANK.get(role, 0) < PERMISSION_RANK[policy.trigger.min_permission]:
+        allowed, role = await role_at_least(
+            client, request.commenter, policy.trigger.min_permission
+        )
+        if not allowed:
             log.warning("command.unauthorised", commenter=request.commenter, role=role)
             return "unauthorised"
         command = policy.trigger.command
@@ -76,7 +80,7 @@ async def run_command(deps: RunDeps, request: CommandRequest) -> str:
 
 
 async def _held_by_outsider(
-    deps: RunDeps, client: RepoClient, request: CommandRequest, least: str
+    deps: RunDeps, client: RepoClient, request: CommandRequest, least: Permission
 ) -> bool:
     """Whether the issue's queued or running run belongs to someone below `least` (its
     labeller's permission read from GitHub, as its own job will read it)."""
@@ -85,7 +89,8 @@ async def _held_by_outsider(
     holder = (current or {}).get("labeller")
     if not holder:
         return False
-    return PERMISSION_RANK.get(await client.permission(holder), 0) < PERMISSION_RANK[least]
+    allowed, _role = await role_at_least(client, holder, least)
+    return not allowed
 
 
 def _status(submission: Submission) -> str:

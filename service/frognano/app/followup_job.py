@@ -37,11 +37,12 @@ from frognano.app.decisions import ReviewGateCheck
 from frognano.app.followups import FollowUpRequest
 from frognano.app.labelled import changed_notice, issue_texts
 from frognano.app.ledger import LabelledIssue
+from frognano.app.permissions import role_at_least
 from frognano.app.pull_history import PullHistory, read_history
 from frognano.app.replies import reply
 from frognano.app.review import VERIFICATION_CHECK, Excluded, evaluate, review_marker
 from frognano.app.review_gate import complete_review_check, review_gate
-from frognano.app.run_issue import PERMISSION_RANK, RunDeps
+from frognano.app.run_issue import RunDeps
 from frognano.app.status import FollowUpCommitted, FollowUpNoCommit, Working, status_marker
 from frognano.app.status_comment import StatusComment
 from frognano.app.texts import verification_check
@@ -54,6 +55,7 @@ from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import RedisCache
 from frognano.run.followup import FollowUp
 from frognano.run.job import SolveJob
+from frognano.run.leftout import LeftOutLink
 from frognano.run.pipeline import SolveOutcome, solve
 from frognano.run.runid import new_run_id
 from frognano.sandbox.kubernetes.pod import ATTEMPT
@@ -94,8 +96,8 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
             log.info("followup.disabled")
             return "disabled"
         ack = await _client(deps, request, ANSWER)
-        role = await ack.permission(request.commenter)
-        if PERMISSION_RANK.get(role, 0) < PERMISSION_RANK[policy.trigger.min_permission]:
+        allowed, role = await role_at_least(ack, request.commenter, policy.trigger.min_permission)
+        if not allowed:
             log.warning("followup.unauthorised", commenter=request.commenter, role=role)
             return "unauthorised"
         app_login = await deps.app.app_login()
@@ -211,8 +213,12 @@ async def _run(
     out_dir = deps.settings.trajectory_dir / run_id / f"attempt-{attempt}"
     fetch = await _client(deps, request, FETCH)
     with bound_contextvars(run_id=run_id), tempfile.TemporaryDirectory(prefix="frognano-") as tmp:
-        base = await fetch.download_tree(base_sha, Path(tmp) / "base")
-        head = await fetch.download_tree(pull.head_sha, Path(tmp) / "head")
+        base_tree = await fetch.download_tree(base_sha, Path(tmp) / "base")
+        head_tree = await fetch.download_tree(pull.head_sha, Path(tmp) / "head")
+        base, head = base_tree.root, head_tree.root
+        # The head's commit goes on top of the head: its left-out links count as the base's.
+        found = (*base_tree.left_out, *head_tree.left_out)
+        left_out = tuple(dict.fromkeys(LeftOutLink(link.path, link.target) for link in found))
         review, asked = await _review(ack, request)
         job = SolveJob(
             repo_dir=base,
@@ -229,6 +235,7 @@ async def _run(
             baseline_cache=RedisCache(deps.queue.redis),
             wait_for_model=True,
             follow_up=FollowUp(head, review, round=history.followups + 2, head_exclude=()),
+            left_out_links=left_out,
         )
         max_steps = policy.agent.max_steps
         await status.say(Working(step=0, max_steps=max_steps, run_id=run_id))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -18,13 +18,14 @@ from typing import NoReturn
 from arq.worker import Retry
 from prometheus_client import Counter
 
-from frognano.agent.loop import Progress
 from frognano.agent.story import Story, story_of
 from frognano.agent.trajectory import read_events
+from frognano.app.cancelling import RunCancelled, cancellable
 from frognano.app.decisions import RunRequest
 from frognano.app.intake import IntakeQueue, Waiting
 from frognano.app.ledger import LabelledIssue, Ledger
 from frognano.app.markdown import code
+from frognano.app.permissions import role_at_least
 from frognano.app.publish import publish
 from frognano.app.replies import reply
 from frognano.app.status import (
@@ -33,11 +34,13 @@ from frognano.app.status import (
     NoPullRequest,
     Published,
     Queued,
+    TreeRefused,
     Working,
     status_marker,
 )
 from frognano.app.status_comment import StatusComment
 from frognano.errors import FrogNanoError, SandboxBusy
+from frognano.github.archive import ArchiveRefused
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp, Permissions
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange
@@ -47,16 +50,15 @@ from frognano.policy.paths import path_matches
 from frognano.policy.store import PolicyStore
 from frognano.run.baselines import RedisCache
 from frognano.run.job import SolveJob
+from frognano.run.leftout import LeftOutLink
 from frognano.run.pipeline import SolveOutcome, solve
 from frognano.sandbox.kubernetes.pod import ATTEMPT
 from frognano.settings import Settings
 
-__all__ = ["RUN_MAX_TRIES", "RunCancelled", "RunDeps", "run_issue"]
+__all__ = ["RUN_MAX_TRIES", "RunDeps", "run_issue"]
 
 log = get_logger(__name__)
 
-PERMISSION_RANK = {"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
-CANCEL_POLL_SECONDS = 2.0
 RUN_MAX_TRIES = 3
 
 
@@ -75,10 +77,6 @@ class RunDeps:
     busy_retry_seconds: float
     """How long a run that found the sandbox quota full waits, times its attempt number,
     before it tries again (at most RUN_MAX_TRIES attempts in all)."""
-
-
-class RunCancelled(Exception):
-    """The issue's run was cancelled (label removed, issue closed)."""
 
 
 async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt: int) -> str:
@@ -103,7 +101,7 @@ async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt:
             await _finish(run, result)
 
 
-async def _stages(run: _Run) -> str:
+async def _stages(run: _Run) -> str:  # noqa: PLR0911 - one return per outcome
     policy = run.deps.policies.current.for_repo(run.request.issue.repo)
     if not policy.enabled:
         log.info("run.disabled")
@@ -129,6 +127,12 @@ async def _stages(run: _Run) -> str:
         return "cancelled"
     except SandboxBusy as exc:
         await _wait_for_sandbox(run, status, exc)
+    except ArchiveRefused as exc:
+        # The repository's own content refused its archive: its maintainers can act on that.
+        log.warning("run.archive_refused", reason=str(exc))
+        await status.say(TreeRefused(why=exc.why, member=exc.member, run_id=run.run_id,
+                                     label=run.request.label))  # fmt: skip
+        return "no_pull_request"
     except asyncio.CancelledError:
         # arq aborted the job (a cancel that arrived while it was queued or running).
         with contextlib.suppress(Exception):
@@ -168,8 +172,8 @@ async def _authorise(run: _Run, policy: EffectivePolicy) -> RepoClient | None:
     """The acknowledging client when the labeller may start a run, else None."""
     ack = await run.client(ACKNOWLEDGE)
     labeller = run.request.labeller
-    role = await ack.permission(labeller)
-    if PERMISSION_RANK.get(role, 0) < PERMISSION_RANK[policy.trigger.min_permission]:
+    allowed, role = await role_at_least(ack, labeller, policy.trigger.min_permission)
+    if not allowed:
         # No comment: an outsider must not be able to make the bot talk.
         log.warning("run.unauthorised", labeller=labeller, role=role)
         return None
@@ -222,6 +226,8 @@ class _Base:
     """The base commit's files; gone once `_fetch` exits."""
     picked: bool = False
     """A branch a writer picked, not the default one."""
+    left_out: tuple[LeftOutLink, ...] = ()
+    """The repository's symlinks leading outside it, which the download left out."""
 
 
 @contextlib.asynccontextmanager
@@ -238,7 +244,9 @@ async def _fetch(run: _Run) -> AsyncIterator[_Base]:
             raise FrogNanoError(f"the base branch {base} is gone")
         sha = head
     with tempfile.TemporaryDirectory(prefix="frognano-base-") as scratch:
-        yield _Base(branch, sha, await fetch.download_tree(sha, Path(scratch) / "tree"), picked)
+        tree = await fetch.download_tree(sha, Path(scratch) / "tree")
+        left_out = tuple(LeftOutLink(link.path, link.target) for link in tree.left_out)
+        yield _Base(branch, sha, tree.root, picked, left_out)
 
 
 async def _pipeline(
@@ -260,10 +268,11 @@ async def _pipeline(
         sandbox_labels={ATTEMPT: str(run.attempt)},
         baseline_cache=RedisCache(deps.queue.redis),
         wait_for_model=True,
+        left_out_links=base.left_out,
     )
     max_steps = policy.agent.max_steps
     await status.say(Working(step=0, max_steps=max_steps, run_id=run.run_id))
-    return await _cancellable(
+    return await cancellable(
         deps.queue,
         run.run_id,
         lambda progress: solve(deps.settings, job, on_progress=progress, on_stage=status.stage),
@@ -289,7 +298,7 @@ async def _publish(
         labeller_id=request.labeller_id,
         run_id=run.run_id,
         policy=policy.publish,
-        trajectory_location=str(run.out_dir / "trajectory.jsonl"),
+        trajectory_location=f"{run.run_id}/attempt-{run.attempt}/trajectory.jsonl",
         story=_story(run.out_dir / "trajectory.jsonl"),
         app_login=await run.deps.app.app_login(),
         fresh_branch=request.retry,
@@ -302,6 +311,7 @@ async def _publish(
             draft=pull.draft,
             run_id=run.run_id,
             story_url=published.verification_url,
+            left_out=outcome.report["left_out_links"],
         )
     )
 
@@ -363,29 +373,3 @@ async def _requeue_others(queue: IntakeQueue, waiting: list[Waiting], labeller: 
             status=submission.status,
             job_id=submission.job_id,
         )
-
-
-async def _cancellable(
-    queue: IntakeQueue,
-    run_id: str,
-    start: Callable[[Callable[[Progress], None]], Awaitable[SolveOutcome]],
-    progress: Callable[[Progress], None],
-) -> SolveOutcome:
-    """Run the pipeline, cancelling it (sandbox closed, reports written) when the issue's
-    run is cancelled in Redis."""
-    task = asyncio.ensure_future(start(progress))
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=CANCEL_POLL_SECONDS)
-            if done:
-                return task.result()
-            reason = await queue.cancel_reason(run_id)
-            if reason is not None:
-                raise RunCancelled(reason)
-    finally:
-        # Cancelled here (the reason above, or arq aborting the job): the pipeline must stop
-        # too, so its sandbox is closed and its reports written before we go on.
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frognano.app.markdown import BODY_BUDGET, Part, code, fit, fixed, md
 from frognano.app.review import HUMAN_REVIEW_CHECK
-from frognano.app.texts import finding_line, items, run_line
-from frognano.run.report import ComparisonList, RunReport
+from frognano.app.texts import finding_line, items, left_out_line, run_line
+from frognano.run.report import ComparisonList, LeftOutLinkRecord, RunReport
 
 __all__ = [
     "AlreadyRunning",
@@ -21,6 +22,7 @@ __all__ = [
     "Queued",
     "Stage",
     "Testing",
+    "TreeRefused",
     "Working",
     "no_pull_request_reason",
     "status_comment",
@@ -37,6 +39,11 @@ def status_marker(issue_number: int) -> str:
 
 def _run(run_id: str | None) -> str:
     return f"\n\n<sub>Run {code(run_id)}</sub>" if run_id else ""
+
+
+def _left_out(links: Sequence[LeftOutLinkRecord]) -> str:
+    line = left_out_line(links, limit=10)
+    return f"\n\n{line}" if line else ""
 
 
 # -- one frozen dataclass per stage: its facts, and the comment's text at that stage --------
@@ -122,6 +129,8 @@ class Published:
     run_id: str | None = None
     story_url: str | None = None
     """The verification check, which tells what the agent did step by step."""
+    left_out: Sequence[LeftOutLinkRecord] = ()
+    """The report's `left_out_links`: the repository's symlinks the run left out."""
 
     def text(self) -> str:
         number = self.number
@@ -146,6 +155,7 @@ class Published:
                 if self.story_url
                 else ""
             )
+            + _left_out(self.left_out)
             + _run(self.run_id)
         )
 
@@ -160,14 +170,17 @@ class NoPullRequest:
 
     def text(self) -> str:
         run_id = self.run_id
+        left_out = ""
         if isinstance(self.why, str):
             lines = [md(self.why.rstrip(".")) + "."]
         else:
             lines = no_pull_request_reason(self.why)
             run_id = run_id or self.why["run_id"]
+            left_out = _left_out(self.why["left_out_links"])
         return (
             "**FrogNano opened no pull request.**\n\n"
             + "\n".join(lines)
+            + left_out
             + "\n\nYou can improve the issue's description and add the label again to retry."
             + _run(run_id)
         )
@@ -200,6 +213,26 @@ class Error:
             "**FrogNano failed with an internal error**, and nothing was published. Add the "
             f"{code(self.label)} label again to retry; if it fails again, ask the administrators "
             f"to look up run {code(self.run_id)} in the worker's logs."
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeRefused:
+    """GitHub's archive of the base holds something that refuses it whole (a hard link, a
+    device, a path out of its folder...): the repository's content, so the reason is shown,
+    inert: `why` is FrogNano's words, `member` the repository path it names (untrusted)."""
+
+    why: str
+    member: str | None = None
+    run_id: str | None = None
+    label: str = "frognano"
+
+    def text(self) -> str:
+        what = md(self.why) if self.member is None else f"{code(self.member)} {md(self.why)}"
+        return (
+            "**FrogNano could not use this repository's files**, and nothing was published: "
+            f"GitHub's archive of the base commit was refused because {what}. Change that in "
+            f"the repository, then add the {code(self.label)} label again." + _run(self.run_id)
         )
 
 
@@ -241,6 +274,7 @@ class FollowUpNoCommit:
         return (
             f"**FrogNano added no commit to its pull request** ({md(self.url)}).\n\n"
             + "\n".join(no_pull_request_reason(self.why))
+            + _left_out(self.why["left_out_links"])
             + "\n\nThe pull request is as it was; you can ask again with a clearer review."
             + _run(self.run_id or self.why["run_id"])
         )
@@ -256,6 +290,7 @@ Stage = (
     | FollowUpCommitted
     | FollowUpNoCommit
     | Cancelled
+    | TreeRefused
     | Error
 )
 """What the status comment can say. There is no `unauthorised` stage on purpose: a labeller

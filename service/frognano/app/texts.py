@@ -28,6 +28,7 @@ from frognano.run.report import (
     ComparisonList,
     FindingRecord,
     GateRecord,
+    LeftOutLinkRecord,
     RunReport,
     SuiteRunKey,
     SuiteRunRecord,
@@ -41,6 +42,7 @@ __all__ = [
     "Conclusion",
     "finding_line",
     "items",
+    "left_out_line",
     "pull_request_body",
     "pull_request_title",
     "run_line",
@@ -55,6 +57,7 @@ TITLE_LIMIT = 256
 _LIST_ITEMS = 50
 _ITEM_CHARS = 200
 _OUTPUT_LINES = 80
+_PROTECTED = "Protected files (tests, harness, agent instructions)"
 
 WARNING = (
     "Drafted by FrogNano-4B, a 4B research model. A human must review every line before "
@@ -79,6 +82,22 @@ def items(label: str, values: Sequence[str], limit: int = _LIST_ITEMS) -> str:
     shown = ", ".join(code(shorten(value, _ITEM_CHARS)) for value in values[:limit])
     more = f" and {len(values) - limit:,} more" if len(values) > limit else ""
     return f"- {label} ({len(values):,}): {shown}{more}"
+
+
+def left_out_line(links: Sequence[LeftOutLinkRecord], limit: int = 20) -> str | None:
+    """The symlinks left out of the base tree as one list item (path and target, both the
+    repository's text), or None when there are none."""
+    if not links:
+        return None
+    shown = ", ".join(
+        f"{code(shorten(link['path'], _ITEM_CHARS))} to {code(shorten(link['target'], 80))}"
+        for link in links[:limit]
+    )
+    more = f" and {len(links) - limit:,} more" if len(links) > limit else ""
+    return (
+        f"- Symbolic links leading outside the repository, left out of the tree the agent and "
+        f"the tests saw, and left alone by the patch ({len(links):,}): {shown}{more}"
+    )
 
 
 def run_line(label: str, run: SuiteRunRecord | None) -> str:
@@ -144,9 +163,9 @@ def _evidence(verification: VerificationRecord | None) -> list[Part]:
         parts.append(fixed(f"- Passing with the patch: {comparison['passing']:,}"))
     restored = verification["restored"]
     if restored:
-        parts.append(Part(items("Protected test and harness files put back to the base", restored)))
+        parts.append(Part(items(f"{_PROTECTED} put back to the base", restored)))
     else:
-        parts.append(fixed("- Protected test and harness files changed by the agent: none."))
+        parts.append(fixed(f"- {_PROTECTED} changed by the agent: none."))
     limits = verification["limits"]
     if limits:
         parts.append(fixed("\n**What this evidence does not show:**\n"))
@@ -215,6 +234,9 @@ def _statistics(report: RunReport) -> list[str]:
     used = instructions_line(record, code, absent=False) if record else None
     if used:
         lines.append(f"- {used}")
+    left_out = left_out_line(report["left_out_links"])
+    if left_out:
+        lines.append(left_out)
     stop = report["stop_reason"]
     if stop and stop != "completed":
         lines.append(f"- The agent stopped early: {code(stop)} ({md(report['stop_detail'] or '')})")
@@ -231,7 +253,8 @@ def pull_request_body(
     draft: bool = True,
 ) -> str:
     """The pull request description: the warning first, then the agent's summary (quoted),
-    test evidence, gate warnings, run statistics, run id and trajectory, and the link line
+    test evidence, gate warnings, run statistics, run id and trajectory (`trajectory_location`
+    relative to the worker's trajectory folder: no host path of the worker), and the link line
     (`Refs #N`, or `Fixes #N` to close the issue on merge) last. `draft` False adds a note
     that the repository cannot have draft pull requests."""
     if link not in ("refs", "fixes"):
@@ -258,7 +281,10 @@ def pull_request_body(
         fixed("\n## Run\n"),
         *(Part(line) for line in _statistics(report)),
         fixed(f"- Run id: {code(run_id)}"),
-        fixed(f"- Trajectory: {code(trajectory_location)}"),
+        fixed(
+            f"- Trajectory: {code(trajectory_location)} on the worker, under "
+            "`FROGNANO_TRAJECTORY_DIR` (`frognano trajectory show` prints it)"
+        ),
         fixed(f"\n{'Fixes' if link == 'fixes' else 'Refs'} #{issue_number}"),
     ]
     return fit(parts, BODY_BUDGET)
@@ -311,6 +337,9 @@ def verification_check(
         fixed("\n### Gate\n"),
         *_findings(gate, severity=None),
     ]
+    left_out = left_out_line(report["left_out_links"])
+    if left_out:
+        summary_parts.append(Part(f"\n{left_out}"))
     summary = fit(summary_parts, CHECK_BUDGET)
     output = [fixed("\n### Test output, most recent lines last")]
     if verification is not None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from frognano.github.archive import MAX_BYTES, extract_tarball
+from frognano.github.archive import MAX_BYTES, ExtractedTree, extract_tarball
 from frognano.github.core import ClientCore, quote
 from frognano.github.errors import BranchConflict, GitHubError, GitHubNotFound, GitHubRequestError
 from frognano.github.models import FileChange
@@ -38,9 +38,12 @@ class GitDataOps(ClientCore):
         )
         return name, str(ref["object"]["sha"])
 
-    async def download_tree(self, sha: str, dest: Path, *, max_bytes: int = MAX_BYTES) -> Path:
+    async def download_tree(
+        self, sha: str, dest: Path, *, max_bytes: int = MAX_BYTES
+    ) -> ExtractedTree:
         """Download commit `sha` as a tarball and extract it safely into `dest` (missing or
-        empty) without GitHub's top folder; return `dest`. The token stays in this process."""
+        empty) without GitHub's top folder, leaving out the symlinks that lead outside the
+        tree (archive.py); return `dest` and those links. The token stays in this process."""
         await asyncio.to_thread(_require_empty, dest)  # fail before downloading
         url = f"/repos/{self.full_name}/tarball/{quote(sha)}"
         with tempfile.TemporaryDirectory(prefix="frognano-tarball-") as tmp:
@@ -65,8 +68,7 @@ class GitDataOps(ClientCore):
                 download, what=f"download {self.full_name}@{sha}", transport=self.transport
             )
             log.info("github.tarball_downloaded", sha=sha, bytes=size)
-            await asyncio.to_thread(extract_tarball, archive, dest, max_bytes=max_bytes)
-        return dest
+            return await asyncio.to_thread(extract_tarball, archive, dest, max_bytes=max_bytes)
 
     async def create_commit(
         self,

@@ -17,7 +17,9 @@ from redis.asyncio import Redis
 from frognano.run.outcomes import Outcome, TestRun
 from frognano.sandbox.base import Sandbox
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+"""2: a run's output and messages name the sandbox's host folders by placeholders
+(testrun.py); a version-1 entry holds them as they were, so it is never reused."""
 REDIS_PREFIX = "frognano:baseline:"
 REDIS_TTL_SECONDS = 7 * 24 * 3600
 

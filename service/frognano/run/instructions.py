@@ -13,6 +13,7 @@ from pathlib import Path
 from frognano.agent.prompts import Guidance
 from frognano.policy.models import AgentPolicy
 from frognano.policy.paths import check_repo_path
+from frognano.run.leftout import link_above
 from frognano.run.report import InstructionFileRecord, InstructionFileStatus, InstructionsRecord
 
 __all__ = [
@@ -89,10 +90,15 @@ class Instructions:
 
 
 def read_instructions(
-    root: Path, agent: AgentPolicy, exclude: Collection[str] = ()
+    root: Path,
+    agent: AgentPolicy,
+    exclude: Collection[str] = (),
+    outside_links: Collection[str] = (),
 ) -> Instructions:
     """The policy's `agent.instructions` and its `agent.instructions_files`, read from `root`,
-    the base tree on the host, minus `exclude` (what the upload leaves out).
+    the base tree on the host, minus `exclude` (what the upload leaves out). `outside_links`
+    are the paths of the repository's symlinks that `root` lacks because they lead outside
+    it (leftout.py): a file at one, or below one, is skipped saying so, not absent.
 
     Nothing here raises for a file: an absent one is listed as absent, a refused one as
     skipped with the reason. The repository can only supply text; which files are read, and
@@ -102,7 +108,7 @@ def read_instructions(
     budget = MAX_TOTAL_BYTES
     files = []
     for path in agent.instructions_files:
-        found = _read(root, path, left_out, min(MAX_FILE_BYTES, budget))
+        found = _read(root, path, left_out, outside_links, min(MAX_FILE_BYTES, budget))
         budget -= found.used_bytes
         files.append(found)
     return Instructions(agent.instructions, tuple(files))
@@ -115,13 +121,16 @@ class _Refused(Exception):
 
 
 def _read(  # noqa: PLR0911 - one return per outcome
-    root: Path, path: str, left_out: Collection[str], limit: int
+    root: Path, path: str, left_out: Collection[str], outside_links: Collection[str], limit: int
 ) -> InstructionFile:
     # Checked again although the policy loader refuses such paths: a job built in code may
     # carry a policy that never went through a file.
     problem = check_repo_path(path)
     if problem is not None:
         return InstructionFile(path, "skipped", reason=problem)
+    link = link_above(path, outside_links)
+    if link is not None:
+        return InstructionFile(path, "skipped", reason=_outside(path, link))
     try:
         fd = _open_in_tree(root, path, left_out)
     except _Refused as refused:
@@ -206,6 +215,14 @@ def _link(path: str, where: str) -> str:
     if where == path:
         return "it is a symbolic link, and FrogNano follows none"
     return f"it is inside {where}, a symbolic link, and FrogNano follows none"
+
+
+def _outside(path: str, link: str) -> str:
+    where = "it is" if link == path else f"it is inside {link},"
+    return (
+        f"{where} a symbolic link leading outside the repository, which FrogNano left out "
+        "of the tree"
+    )
 
 
 def _cannot(exc: OSError) -> str:

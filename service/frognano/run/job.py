@@ -13,11 +13,13 @@ from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
 from frognano.run.followup import FollowUp, FollowUpState
 from frognano.run.instructions import Instructions
+from frognano.run.leftout import LeftOutLink
 from frognano.run.plan import Plan
 from frognano.run.report import RunStage
 from frognano.run.runid import new_run_id
 from frognano.run.verification import Verification
 from frognano.run.workspace import Patch
+from frognano.sandbox.hostpaths import HostPaths
 
 __all__ = ["RunState", "SolveJob"]
 
@@ -52,6 +54,11 @@ class SolveJob:
     False fails at once, for a person at a terminal."""
     follow_up: FollowUp | None = None
     """A later round on a pull request a run opened; None for a first run."""
+    left_out_links: tuple[LeftOutLink, ...] = ()
+    """Symlinks of the repository that `repo_dir` (and a follow-up's head) does not hold
+    because they lead outside it (the worker's download leaves them out): named in the
+    reports, and no patch may touch them (leftout.py). A local checkout has none: `solve`
+    refuses such a link instead."""
 
 
 @dataclass
@@ -63,6 +70,8 @@ class RunState:
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     stages: dict[RunStage, float] = field(default_factory=dict)
     mechanism: str | None = None
+    host_paths: HostPaths = field(default_factory=HostPaths)
+    """The host folders the run's sandboxes show at their own paths (all are built alike)."""
     base_commit: str | None = None
     instructions: Instructions | None = None
     agent: AgentResult | None = None

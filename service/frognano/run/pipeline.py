@@ -32,6 +32,7 @@ from frognano.run.followup_stages import (
 from frognano.run.gatecheck import check_patch
 from frognano.run.instructions import read_instructions
 from frognano.run.job import RunState, SolveJob
+from frognano.run.leftout import with_left_out
 from frognano.run.outcomes import Role
 from frognano.run.plan import make_plan
 from frognano.run.report import RunReport, RunStage
@@ -42,6 +43,7 @@ from frognano.run.verification import verify
 from frognano.run.workspace import Patch, collect_patch, env_in_tree, prepare, upload_excludes
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
+from frognano.sandbox.hostpaths import host_paths_of
 from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.settings import Settings
 
@@ -167,10 +169,12 @@ async def _work(
     stage("starting the sandbox")
     async with await create_sandbox(job.backend, options) as box:
         run.mechanism = getattr(box, "mechanism", None)
+        run.host_paths = host_paths_of(box)
         exclude = excludes + env_in_tree(box, repo_dir)
         # From the host's copy of the base, as uploaded: never anything the agent wrote.
+        outside = [link.path for link in job.left_out_links]
         run.instructions = await asyncio.to_thread(
-            read_instructions, repo_dir, job.policy.agent, exclude
+            read_instructions, repo_dir, job.policy.agent, exclude, outside
         )
         with _timed(run, "prepare"):
             setup = " and running the policy's setup" if job.policy.sandbox.setup else ""
@@ -217,7 +221,8 @@ async def _check_and_verify(
         ]
         return
     run.plan = plan = make_plan(applied, base, base.paths, job.policy)
-    run.findings = check_patch(patch.diff, applied, base, plan, job.policy)
+    findings = check_patch(patch.diff, applied, base, plan, job.policy)
+    run.findings = with_left_out(findings, applied, job.left_out_links)
     if not await check_increment(run, base, plan, run.findings):
         return
     stage(f"verifying the patch in fresh sandboxes: {job.policy.verify.command}")
@@ -258,7 +263,11 @@ async def _run_agent(
             base_commit=run.base_commit,
             policy=job.policy_source,
             sampling=sampling.summary(),
-            sandbox={"backend": job.backend, "mechanism": run.mechanism},
+            sandbox={
+                "backend": job.backend,
+                "mechanism": run.mechanism,
+                "host_paths": run.host_paths.to_json(),
+            },
         )
         loop = AgentLoop(
             model,

@@ -16,9 +16,11 @@ __all__ = [
     "DurationsRecord",
     "FindingRecord",
     "GateRecord",
+    "HostPathRecord",
     "InstructionFileRecord",
     "InstructionFileStatus",
     "InstructionsRecord",
+    "LeftOutLinkRecord",
     "OutcomeRecord",
     "PatchRecord",
     "PolicyRecord",
@@ -71,9 +73,19 @@ class DurationsRecord(StageDurations):
     tools: float
 
 
+class HostPathRecord(TypedDict):
+    """A host folder the sandbox shows at its own path, and what stands for it in the report."""
+
+    path: str
+    placeholder: str
+
+
 class SandboxRecord(TypedDict):
     backend: str
     mechanism: str | None
+    host_paths: list[HostPathRecord]
+    """The text of the report (test output, the agent's words, errors) names these folders by
+    their placeholders; the trajectory keeps what the agent saw."""
 
 
 class PatchRecord(TypedDict):
@@ -192,6 +204,14 @@ class InstructionsRecord(TypedDict):
     """Every path of `agent.instructions_files`, in the policy's order."""
 
 
+class LeftOutLinkRecord(TypedDict):
+    """A symlink of the repository left out of the base tree: it leads outside the repository."""
+
+    path: str
+    target: str
+    """Where it points: repository content, untrusted."""
+
+
 class FollowUpRecord(TypedDict):
     """A follow-up run: which round, what review it answered, and its two diffs."""
 
@@ -234,6 +254,9 @@ class RunReport(TypedDict):
     durations: DurationsRecord
     sandbox: SandboxRecord
     base_commit: str | None
+    left_out_links: list[LeftOutLinkRecord]
+    """Symlinks of the repository the base tree does not hold (the worker's download leaves
+    out those leading outside the repository); a patch may not touch them."""
     patch: PatchRecord | None
     verification: VerificationRecord | None
     gate: GateRecord | None

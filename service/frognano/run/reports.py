@@ -35,6 +35,8 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
     job = run.job
     agent = run.agent
     stats = agent.stats if agent else None
+    hide = run.host_paths.hide  # the sandbox's and the model's words may name them
+    error = hide(run.error) if run.error is not None else None
     tokens: TokensRecord = {
         "prompt": stats.prompt_tokens if stats else 0,
         "completion": stats.completion_tokens if stats else 0,
@@ -57,10 +59,10 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "repo": job.repo,
         "repo_dir": str(job.repo_dir.resolve()),
         "issue_title": job.title,
-        "outcome": {"patch_ready": patch_ready, "reason": reason},
+        "outcome": {"patch_ready": patch_ready, "reason": hide(reason)},
         "stop_reason": agent.stop_reason.value if agent else None,
-        "stop_detail": agent.detail if agent else run.error,
-        "summary": agent.summary if agent else "",
+        "stop_detail": hide(agent.detail) if agent else error,
+        "summary": hide(agent.summary) if agent else "",
         "steps": stats.steps if stats else 0,
         "max_steps": job.policy.agent.max_steps,
         "tokens": tokens,
@@ -71,8 +73,13 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "format_reminders": stats.format_reminders if stats else 0,
         "compactions": stats.compactions if stats else 0,
         "durations": durations,
-        "sandbox": {"backend": job.backend, "mechanism": run.mechanism},
+        "sandbox": {
+            "backend": job.backend,
+            "mechanism": run.mechanism,
+            "host_paths": [{"path": p, "placeholder": n} for p, n in run.host_paths.pairs],
+        },
         "base_commit": run.base_commit,
+        "left_out_links": [link.record() for link in job.left_out_links],
         "patch": _patch(run.patch),
         "verification": _verification(run.verification),
         "gate": _gate(run.findings),
@@ -82,7 +89,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
             "effective": job.policy.model_dump(mode="json"),
         },
         "instructions": run.instructions.record() if run.instructions else None,
-        "error": run.error,
+        "error": error,
     }
     if job.follow_up is not None:
         state = run.follow_up
@@ -208,6 +215,7 @@ def render_markdown(report: RunReport) -> str:
         f"- Issue: {report['issue_title']}",
         f"- Repository: {report['repo']} at `{report['repo_dir']}` "
         f"(base `{report['base_commit'] or '-'}`)",
+        *_left_out_md(report),
         f"- Policy: {report['policy']['source']}",
         f"- {_instructions_md(report)}",
         (
@@ -222,7 +230,8 @@ def render_markdown(report: RunReport) -> str:
         f"- Time: {durations['total']:.1f} s in all, model {durations['model']:.1f} s, "
         f"tools {durations['tools']:.1f} s",
         f"- Sandbox: {sandbox['backend']}"
-        + (f" ({sandbox['mechanism']})" if sandbox["mechanism"] else ""),
+        + (f" ({sandbox['mechanism']})" if sandbox["mechanism"] else "")
+        + "".join(f"; `{h['placeholder']}` is {h['path']}" for h in sandbox["host_paths"]),
         "",
         "## The agent's summary",
         "",
@@ -357,6 +366,14 @@ def _patch_md(patch: PatchRecord | None) -> list[str]:
         *(f"- `{path}`" for path in patch["files"]),
         "",
     ]
+
+
+def _left_out_md(report: RunReport) -> list[str]:
+    links = report["left_out_links"]
+    if not links:
+        return []
+    shown = ", ".join(f"`{link['path']}` -> `{link['target']}`" for link in links)
+    return [f"- Left out of the tree (symbolic links leading outside the repository): {shown}"]
 
 
 def _instructions_md(report: RunReport) -> str:

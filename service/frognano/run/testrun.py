@@ -19,6 +19,7 @@ from frognano.run.collector import (
 )
 from frognano.run.outcomes import Role, TestRun
 from frognano.sandbox.base import Sandbox
+from frognano.sandbox.hostpaths import host_paths_of
 from frognano.sandbox.paths import TMP, TOOLS, WORKSPACE
 
 COLLECTOR_FD = DEFAULT_FD
@@ -83,7 +84,9 @@ async def run_tests(
     select: Sequence[str] = (),
 ) -> tuple[TestRun, str]:
     """Run the test command in /workspace; returns the run and a note about the collector.
-    Failures, crashes and timeouts are results; only a failing sandbox raises."""
+    Failures, crashes and timeouts are results; only a failing sandbox raises. What the
+    run prints names the host folders the sandbox shows by their placeholders (hostpaths.py):
+    it is published, and it is kept in the baseline cache that other workers read."""
     collector_dir, note = await install_collector(sandbox)
     await purge_bytecode(sandbox)
     token = new_token()
@@ -96,13 +99,14 @@ async def run_tests(
     script = shell_script(command, collector_dir=collector_dir, token=token, log=log,
                          select=chosen)  # fmt: skip
     result = await sandbox.exec(script, cwd=WORKSPACE, timeout=timeout, output_limit=RECORDS_LIMIT)
-    output = await _read_log(sandbox, log)
+    hide = host_paths_of(sandbox).hide
+    output = hide(await _read_log(sandbox, log))
     if result.timed_out:
         return TestRun(role, command, None, True, result.duration, output), note
     report = results.check_exit_code(
         results.parse_records(result.output.encode(), token), result.exit_code
     )
-    problems = [problem.message for problem in report.problems]
+    problems = [hide(problem.message) for problem in report.problems]
     if not report.sessions and _drops_pythonpath(command):
         problems.append(PYTHONPATH_HINT)
     if result.truncated:
@@ -116,8 +120,8 @@ async def run_tests(
             duration=result.duration,
             output=output,
             outcomes=dict(report.outcomes),
-            crashes=dict(report.crashes),
-            collection_errors={error.id: error.message for error in report.collect_errors},
+            crashes={test: hide(crash) for test, crash in report.crashes.items()},
+            collection_errors={error.id: hide(error.message) for error in report.collect_errors},
             problems=tuple(dict.fromkeys(problems)),
         ),
         note,

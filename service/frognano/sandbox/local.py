@@ -77,6 +77,8 @@ class LocalSandbox(SandboxBase):
         self.layout = layout
         self.mechanism = launcher.name
         self.python_env = python_env
+        self.host_paths = python_env.host_paths()
+        """The host folders commands see at their own paths (the Python environment's)."""
         self.host_uid = host_uid
         """The host uid commands run as when root launched them (None: the invoking user)."""
         self.kept_groups = kept_groups() if host_uid is None else ()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frognano.errors import ConfigError
+from frognano.sandbox.hostpaths import HostPaths
 
 # Host directories that every local sandbox already mounts read-only.
 SYSTEM_DIRS = ("/usr", "/etc")
@@ -28,6 +29,23 @@ class PythonEnv:
     is_venv: bool
     source: str
     """Who chose it: `--python-env`, `the repository's .venv` or `FrogNano's own`."""
+
+    def host_paths(self) -> HostPaths:
+        """Its host folders as the sandbox shows them, each with a placeholder: `<python>` for
+        the environment itself, `<python-base>` (then `-2`, `-3`...) for each other folder it
+        mounts, such as the base installation a venv runs on."""
+        named: list[tuple[Path, str]] = [
+            (self.prefix, "<python>"),
+            (self.prefix.resolve(), "<python>"),
+        ]
+        by_real = {self.prefix.resolve(): "<python>"}
+        for mount in self.mounts:
+            real = mount.resolve()
+            if real not in by_real:
+                count = len(by_real)
+                by_real[real] = "<python-base>" if count == 1 else f"<python-base-{count}>"
+            named += [(mount, by_real[real]), (real, by_real[real])]
+        return HostPaths.of(named)
 
 
 def _inside(path: Path, parents: tuple[str, ...]) -> bool:

@@ -33,7 +33,8 @@ What it does (see tests/fakes/test_github.py for each behaviour):
   (`/_codeload/...?token=...`, one-time token, no Authorization needed, like codeload.github.com),
   which serves a gzip tarball whose single top-level folder is `owner-repo-<7 char sha>/`,
   with file modes (executables, symlinks) preserved and the commit SHA in the pax global
-  header's `comment`, as `git archive` writes it.
+  header's `comment`, as `git archive` writes it. `serve_tarball_once` replaces one
+  download's bytes (a fault: an archive `git archive` cannot make).
 - `fail_next` injects faults (502, secondary rate limits, 429...) and `latency` slows every
   response down.
 

@@ -78,6 +78,7 @@ class _State:
         self._installations: dict[int, dict[str, Any]] = {}
         self._comments: dict[int, tuple[str, int]] = {}  # comment id -> (repo, issue)
         self._download_tokens: dict[str, tuple[str, str]] = {}
+        self._tarball_faults: dict[tuple[str, str], bytes] = {}  # (repo, sha) -> bytes served
         self._ids = 1000
         self._created = _now_iso(time.time())
         self._server: ThreadingHTTPServer | None = None

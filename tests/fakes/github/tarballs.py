@@ -34,14 +34,28 @@ class _Tarballs(_Auth, _GitStore):
             raise _error(404, "Not Found")
         full_name, sha = target
         top = f"{full_name.replace('/', '-')}-{sha[:7]}"
+        with self._lock:
+            fault = self._tarball_faults.pop((full_name, sha), None)
         return _Response(
             200,
-            raw=self.tarball(full_name, sha),
+            raw=self.tarball(full_name, sha) if fault is None else fault,
             headers={
                 "Content-Type": "application/x-gzip",
                 "Content-Disposition": f"attachment; filename={top}.tar.gz",
             },
         )
+
+    def serve_tarball_once(self, full_name: str, ref_or_sha: str, data: bytes) -> None:
+        """Serve `data` instead of the commit's tarball on its next download: a fault, like
+        `fail_next`. GitHub builds every tarball with `git archive`, which can hold nothing a
+        git tree cannot (no hard link, no device, no `..`), so only this reaches the worker's
+        refusals of such members."""
+        with self._lock:
+            repo = self.repo(full_name)
+            sha = self._resolve_commitish(repo, ref_or_sha)
+            if sha is None:
+                raise KeyError(ref_or_sha)
+            self._tarball_faults[(full_name, sha)] = data
 
     def tarball(self, full_name: str, ref_or_sha: str) -> bytes:
         """The gzip tarball GitHub would serve for this commit (folder `owner-repo-sha7/`)."""
