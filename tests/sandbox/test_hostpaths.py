@@ -65,3 +65,13 @@ def test_a_sandbox_that_names_no_folder_has_none() -> None:
 
     assert host_paths_of(object()) == HostPaths()
     assert host_paths_of(Pod()) == HostPaths()
+
+
+def test_the_system_folders_keep_their_names() -> None:
+    """A Python installed under /usr (a container image's /usr/local) is the same on every
+    host: `/usr/bin/env` in a traceback stays as it is."""
+    env = PythonEnv(Path("/usr/local"), Path("/usr/local/bin"), (Path("/usr/local"),), False, "x")
+    assert env.host_paths() == HostPaths()
+    assert (
+        env.host_paths().hide("/usr/local/lib/python3.11/x.py") == "/usr/local/lib/python3.11/x.py"
+    )

@@ -33,7 +33,7 @@ class PythonEnv:
     def host_paths(self) -> HostPaths:
         """Its host folders as the sandbox shows them, each with a placeholder: `<python>` for
         the environment itself, `<python-base>` (then `-2`, `-3`...) for each other folder it
-        mounts, such as the base installation a venv runs on."""
+        mounts, such as the base installation a venv runs on; none under /usr or /etc."""
         named: list[tuple[Path, str]] = [
             (self.prefix, "<python>"),
             (self.prefix.resolve(), "<python>"),
@@ -45,7 +45,8 @@ class PythonEnv:
                 count = len(by_real)
                 by_real[real] = "<python-base>" if count == 1 else f"<python-base-{count}>"
             named += [(mount, by_real[real]), (real, by_real[real])]
-        return HostPaths.of(named)
+        # The system folders are the same on every host and say nothing of this one.
+        return HostPaths.of(pair for pair in named if not _inside(pair[0], SYSTEM_DIRS))
 
 
 def _inside(path: Path, parents: tuple[str, ...]) -> bool:
