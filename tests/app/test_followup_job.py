@@ -8,16 +8,13 @@ import hmac
 import uuid
 
 import httpx
-from prometheus_client import CollectorRegistry
 
 from frognano.app.decisions import ReviewGateCheck
 from frognano.app.followup_job import run_follow_up
 from frognano.app.followups import FollowUpRequest
-from frognano.app.intake import IntakeQueue
 from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK, parse_review_marker
 from frognano.app.status import status_marker
-from frognano.app.web import create_app
 from tests.app import test_worker
 from tests.app.test_worker import CALC, FIX, GUARD, REPO, World, checks
 from tests.app.web.conftest import serving
@@ -170,14 +167,7 @@ async def test_a_signed_pull_request_comment_through_the_receiver_adds_a_commit(
     world: World,
 ) -> None:
     repo = world.fake.repo(REPO)
-    app = create_app(
-        world.deps.settings,
-        policies=world.deps.policies,
-        registry=CollectorRegistry(),
-        queue_for=lambda redis: IntakeQueue(
-            redis, key_prefix=world.deps.queue.key_prefix, queue_name=world.queue_name
-        ),
-    )
+    app = world.receiver()
     with ScriptedModelServer(FIX + doc_turns()) as model, serving(app) as url:
         world.deps.settings = world.deps.settings.model_copy(
             update={"model_base_url": model.base_url}

@@ -11,13 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from prometheus_client import CollectorRegistry
 
 from frognano.app.command_job import run_command
-from frognano.app.intake import IntakeQueue
 from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, LABELLED, VERIFICATION_CHECK
-from frognano.app.web import create_app
 from tests.app import test_worker
 from tests.app.pushes import app_email, push
 from tests.app.test_followup_job import BRANCH, app_commits, command, doc_turns, first_run
@@ -68,14 +65,7 @@ class Receiver:
 
 @contextmanager
 def receiving(world: World) -> Iterator[Receiver]:
-    app = create_app(
-        world.deps.settings,
-        policies=world.deps.policies,
-        registry=CollectorRegistry(),
-        queue_for=lambda redis: IntakeQueue(
-            redis, key_prefix=world.deps.queue.key_prefix, queue_name=world.queue_name
-        ),
-    )
+    app = world.receiver()
     with serving(app) as url:
         yield Receiver(world, url)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from redis.asyncio import Redis
@@ -121,6 +122,17 @@ class World:
                 return
             await asyncio.sleep(0.05)
         raise AssertionError(f"{job_id} did not finish")
+
+    def receiver(self) -> FastAPI:
+        """`frognano serve`'s app on this world's queue and policies."""
+        return create_app(
+            self.deps.settings,
+            policies=self.deps.policies,
+            registry=CollectorRegistry(),
+            queue_for=lambda redis: IntakeQueue(
+                redis, key_prefix=self.deps.queue.key_prefix, queue_name=self.queue_name
+            ),
+        )
 
     async def work(self) -> None:
         with warnings.catch_warnings():
@@ -504,14 +516,7 @@ def labeled_delivery(world: World, sender: str = "alice") -> tuple[bytes, dict[s
 
 async def test_a_signed_delivery_through_the_receiver_ends_in_one_draft_pr(world: World) -> None:
     fake = world.fake
-    app = create_app(
-        world.deps.settings,
-        policies=world.deps.policies,
-        registry=CollectorRegistry(),
-        queue_for=lambda redis: IntakeQueue(
-            redis, key_prefix=world.deps.queue.key_prefix, queue_name=world.queue_name
-        ),
-    )
+    app = world.receiver()
     # PR creation fails twice on the way (a 502, then a secondary rate limit): still one PR.
     fake.fail_next("POST", r"/repos/acme/calc/pulls$", status=502)
     fake.fail_next("POST", r"/repos/acme/calc/pulls$", status=403, headers={"Retry-After": "0"},
