@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from frognano.app.decisions import ReviewGateCheck
-from frognano.app.ledger import Ledger
+from frognano.app.ledger import LabelledIssue, Ledger
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     LABELLED,
@@ -531,3 +531,20 @@ async def test_a_commit_authored_as_the_app_is_not_frognanos(
     fake.submit_review(REPO, pull.number, user="bob", state="approved", commit_id=pushed)
     assert await gate(fake, app, Pull(pull.number, pushed), ledger, "bob") == "action_required"
     assert f"- @bob pushed {pushed[:7]}" in human_check(fake, pushed)["output"]["summary"]
+
+
+async def test_a_kept_issue_text_that_is_not_one_reads_as_none(ledger: Ledger) -> None:
+    """FrogNano's own record, but read defensively: anything malformed trusts no text."""
+    issue = LabelledIssue(7, "Title", "Body", "alice")
+    await ledger.keep_issue("run-1", issue)
+    await ledger.keep_issue("run-1", LabelledIssue(7, "Other", "Text", "eve"))  # first wins
+    assert await ledger.labelled_issue("run-1") == issue
+    assert await ledger.labelled_issue("run-2") is None
+    for raw in (
+        "not json",
+        "[]",
+        '{"issue": 7}',
+        '{"issue":"7","title":"","body":"","labeller":""}',
+    ):
+        await ledger.redis.set(ledger.labelled_key("bad"), raw)
+        assert await ledger.labelled_issue("bad") is None

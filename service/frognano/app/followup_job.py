@@ -115,19 +115,10 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
             log.info("followup.already_committed")
             return "committed"
         refusal = _refusal(pull, history, policy)
-        texts = await issue_texts(deps.ledger, ack, history.origin)
-        if refusal is None and texts.labelled is None:
-            refusal = (
-                "no_text",
-                (
-                    f"FrogNano no longer knows the text of issue #{history.origin.issue} as it was "
-                    "labelled, and the issue does not read exactly as it did then: it works from "
-                    "no text that nobody with write access labelled. Comment "
-                    f"`{policy.trigger.command} retry` on the issue for a new run from its "
-                    "text now."
-                ),
-            )
-        if refusal is not None or texts.labelled is None:
+        texts = None if refusal is not None else await issue_texts(deps.ledger, ack, history.origin)
+        if texts is not None and texts.labelled is None:
+            refusal = "no_text", _no_text(history.origin.issue, policy.trigger.command)
+        if refusal is not None or texts is None or texts.labelled is None:
             what, text = refusal or ("no_text", "")
             log.info("followup.refused", why=what)
             await reply(ack, pull.number, request.reply_key, request.commenter, text)
@@ -158,6 +149,14 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
 async def _client(deps: RunDeps, request: FollowUpRequest, permissions: Permissions) -> RepoClient:
     return await deps.app.repo_client(
         request.installation_id, request.repo, request.repo_id, permissions
+    )
+
+
+def _no_text(issue: int, command: str) -> str:
+    return (
+        f"FrogNano no longer knows the text of issue #{issue} as it was labelled, and the issue "
+        "does not read exactly as it did then; it works only from text a writer labelled. "
+        f"Comment `{command} retry` on the issue for a new run from the issue as it reads now."
     )
 
 

@@ -74,14 +74,19 @@ class Ledger:
         await self.redis.set(self.labelled_key(run_id), json.dumps(data), ex=self.ttl, nx=True)
 
     async def labelled_issue(self, run_id: str) -> LabelledIssue | None:
-        """The text run `run_id` was started with, or None when no such record is kept."""
+        """The text run `run_id` was started with, or None when no such record is kept (or
+        what is kept is not one: then no text is trusted, and the caller says so)."""
         raw = await self.redis.get(self.labelled_key(run_id))
         if raw is None:
             return None
-        data = json.loads(raw)
-        return LabelledIssue(
-            int(data["issue"]), str(data["title"]), str(data["body"]), str(data["labeller"])
-        )
+        try:
+            data = json.loads(raw)
+            issue, title, body = data["issue"], data["title"], data["body"]
+            labeller = data["labeller"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        typed = isinstance(issue, int) and all(isinstance(v, str) for v in (title, body, labeller))
+        return LabelledIssue(issue, title, body, labeller) if typed else None
 
     async def record_push(self, repo_id: int, pull: int, head_sha: str, pusher: str) -> None:
         """`pusher` pushed `head_sha` onto pull request `pull` (a synchronize delivery)."""

@@ -96,7 +96,7 @@ def left_out_line(links: Sequence[LeftOutLinkRecord], limit: int = 20) -> str | 
     more = f" and {len(links) - limit:,} more" if len(links) > limit else ""
     return (
         f"- Symbolic links leading outside the repository, left out of the tree the agent and "
-        f"the tests saw, and left alone by the patch ({len(links):,}): {shown}{more}"
+        f"the tests saw; a patch may not touch them ({len(links):,}): {shown}{more}"
     )
 
 
