@@ -139,6 +139,7 @@ def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
         "sandbox": {"backend": "local", "mechanism": "bwrap", "host_paths": []},
         "base_commit": "0" * 40,
         "left_out_links": [],
+        "hidden_input": [],
         "patch": {
             "files": ["src/app.py", "tests/test_app.py"],
             "insertions": 10,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frognano.agent.prompts import Guidance, guidance_section, one_line
+from frognano.agent.prompts import Guidance, guidance_section
+from frognano.agent.untrusted import UntrustedText, one_line
 
 MAX_DIFF_BYTES = 48 * 1024
 MAX_REVIEW_BYTES = 16 * 1024
@@ -88,42 +89,53 @@ class FollowUpPrompt:
     review: Review
 
 
-def follow_up_message(
+def follow_up_message(  # noqa: PLR0917 - the untrusted texts, then where they go
     title: str,
     body: str,
     marker: str,
     follow_up: FollowUpPrompt,
     guidance: Sequence[Guidance] = (),
+    untrusted: UntrustedText | None = None,
 ) -> str:
     """The first user message of a follow-up run; every untrusted text sits inside
-    delimiters carrying the per-run `marker`, which none of it can guess."""
-    diff = follow_up.diff.decode("utf-8", "replace")
+    delimiters carrying the per-run `marker`, which none of it can guess, and goes through
+    `untrusted` (hidden content removed and recorded there, control tokens escaped)."""
+    untrusted = untrusted if untrusted is not None else UntrustedText()
+    title = untrusted.line(title, "the issue title")
+    body = untrusted.prose(body, "the issue body").strip()
+    diff = untrusted.data(follow_up.diff.decode("utf-8", "replace"))
     shown_diff, diff_cut = _cut(diff, MAX_DIFF_BYTES, "diff")
     review = follow_up.review
-    shown_review, review_cut = _cut(review.body.strip() or "(no review text)", MAX_REVIEW_BYTES,
+    review_text = untrusted.prose(review.body, "the review").strip()
+    shown_review, review_cut = _cut(review_text or "(no review text)", MAX_REVIEW_BYTES,
                                     "review")  # fmt: skip
-    comments = "".join(_comment(c, marker) for c in review.comments[:MAX_COMMENTS])
+    comments = "".join(_comment(c, marker, untrusted) for c in review.comments[:MAX_COMMENTS])
     if len(review.comments) > MAX_COMMENTS:
         comments += MORE_COMMENTS.format(count=len(review.comments) - MAX_COMMENTS)
     return FOLLOW_UP_TEMPLATE.format(
         marker=marker,
-        title=one_line(title) or "(no title)",
-        body=body.strip() or "(no description)",
+        title=title or "(no title)",
+        body=body or "(no description)",
         diff=shown_diff.rstrip("\n") or "(no changes)",
         diff_cut=diff_cut,
         review=shown_review,
         review_cut=review_cut,
         comments=comments,
-        guidance=guidance_section(guidance, marker),
+        guidance=guidance_section(guidance, marker, untrusted),
     )
 
 
-def _comment(comment: ReviewComment, marker: str) -> str:
-    where = one_line(comment.path) or "(no path)"
+def _comment(comment: ReviewComment, marker: str, untrusted: UntrustedText) -> str:
+    where = untrusted.line(comment.path, "a review comment's path") or "(no path)"
     if comment.line is not None:
         where += f":{comment.line}"
-    hunk, hunk_cut = _cut(comment.hunk.rstrip("\n") or "(no hunk)", MAX_HUNK_BYTES, "hunk")
-    text, text_cut = _cut(comment.body.strip() or "(no comment text)", MAX_COMMENT_BYTES,
+    hunk = untrusted.data(comment.hunk.rstrip("\n"))
+    hunk, hunk_cut = _cut(hunk or "(no hunk)", MAX_HUNK_BYTES, "hunk")
+    source = f"a review comment on {one_line(comment.path)}" + (
+        f":{comment.line}" if comment.line is not None else ""
+    )
+    body = untrusted.prose(comment.body, source).strip()
+    text, text_cut = _cut(body or "(no comment text)", MAX_COMMENT_BYTES,
                           "comment")  # fmt: skip
     return COMMENT_TEMPLATE.format(
         marker=marker, where=where, hunk=hunk + hunk_cut, body=text, cut=text_cut

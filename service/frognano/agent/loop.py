@@ -23,6 +23,14 @@ from frognano.agent.loop_types import (
 )
 from frognano.agent.trajectory import NullTrajectory, TrajectoryWriter
 from frognano.agent.turns import AssistantTurn, Conversation, ToolCall, ToolResult, Usage
+from frognano.agent.untrusted import (
+    Hidden,
+    UntrustedText,
+    escape,
+    history_message,
+    unescape,
+    unescape_arguments,
+)
 from frognano.errors import ContextOverflow, ModelError, SandboxError
 
 __all__ = [
@@ -71,10 +79,14 @@ class AgentLoop:
         self.trajectory = trajectory or NullTrajectory()
         self.on_progress = on_progress
         marker = marker or secrets.token_hex(6)
+        untrusted = UntrustedText()
         if follow_up is None:
-            self.task = prompts.task_message(title, body, marker, guidance)
+            self.task = prompts.task_message(title, body, marker, guidance, untrusted)
         else:
-            self.task = follow_up_message(title, body, marker, follow_up, guidance)
+            self.task = follow_up_message(title, body, marker, follow_up, guidance, untrusted)
+        self.hidden: tuple[Hidden, ...] = tuple(untrusted.hidden)
+        """What the untrusted texts of the task held that GitHub does not show, removed
+        before the model saw them (the labeller is told)."""
         self.conversation = Conversation()
         self.stats = AgentStats()
         self.result: AgentResult | None = None
@@ -133,7 +145,7 @@ class AgentLoop:
                 )
             turn = await self._ask()
             self.stats.steps += 1
-            self._append(turn.message)
+            self._append(history_message(turn.message))
             if turn.truncated:
                 self.stats.truncated_turns += 1
                 self._format_errors += 1
@@ -229,7 +241,11 @@ class AgentLoop:
         for index, call in enumerate(calls):
             self._progress(call.name or "tool")
             started = time.monotonic()
-            result = await self.tools.call(call)
+            # The model read escaped text (untrusted.py): its arguments are unescaped so
+            # that what it copied lands byte for byte.
+            runnable = ToolCall(call.id, call.name, unescape_arguments(call.arguments))
+            result = await self.tools.call(runnable)
+            result = ToolResult(escape(result.content), result.is_error)
             duration = time.monotonic() - started
             self.stats.tool_seconds += duration
             self.stats.tool_calls += 1
@@ -310,7 +326,9 @@ class AgentLoop:
         self._append(
             {
                 "role": "user",
-                "content": prompts.COMPACTED_TEMPLATE.format(task=self.task, summary=summary),
+                "content": prompts.COMPACTED_TEMPLATE.format(
+                    task=self.task, summary=escape(unescape(summary))
+                ),
             }
         )
         for message in tail:

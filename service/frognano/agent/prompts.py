@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from frognano.agent.untrusted import UntrustedText
+
 # Frozen: no dates, paths that vary, run ids or budgets. The chat template renders the tools and
 # this prompt first, so any change here invalidates the server's prefix cache for every run.
 SYSTEM_PROMPT = """\
@@ -104,31 +106,47 @@ class Guidance:
     """The file's size in bytes when `text` holds only its beginning."""
 
 
-def task_message(title: str, body: str, marker: str, guidance: Sequence[Guidance] = ()) -> str:
+def task_message(
+    title: str,
+    body: str,
+    marker: str,
+    guidance: Sequence[Guidance] = (),
+    untrusted: UntrustedText | None = None,
+) -> str:
     """The first user message: the issue, then any guidance, each inside delimiters their
     text cannot forge.
 
     `marker` is a per-run random string; an issue body or a repository file that contains a
     fake end marker cannot guess it, so the model can always tell where the untrusted text
-    ends. Without guidance the message holds the issue alone.
+    ends. Every untrusted text goes through `untrusted` (hidden content removed and
+    recorded there, control tokens escaped). Without guidance the message holds the issue
+    alone.
     """
+    untrusted = untrusted if untrusted is not None else UntrustedText()
     return TASK_TEMPLATE.format(
-        title=one_line(title) or "(no title)",
-        body=body.strip() or "(no description)",
+        title=untrusted.line(title, "the issue title") or "(no title)",
+        body=untrusted.prose(body, "the issue body").strip() or "(no description)",
         marker=marker,
-        guidance=guidance_section(guidance, marker),
+        guidance=guidance_section(guidance, marker, untrusted),
     )
 
 
-def guidance_section(guidance: Sequence[Guidance], marker: str) -> str:
-    """The guidance blocks with their introduction, between blank lines; empty without any."""
+def guidance_section(
+    guidance: Sequence[Guidance], marker: str, untrusted: UntrustedText | None = None
+) -> str:
+    """The guidance blocks with their introduction, between blank lines; empty without any.
+    A repository file's text is prepared by `untrusted`; the administrators' is their own."""
+    untrusted = untrusted if untrusted is not None else UntrustedText()
     blocks = []
     for item in guidance:
         if item.path is None:
             source = "the administrators who run FrogNano"
+            text = item.text
         else:
-            source = f"the repository file {item.path} (untrusted)"
-        block = GUIDANCE_TEMPLATE.format(marker=marker, source=source, text=item.text.strip())
+            path = untrusted.line(item.path, "an instructions file's path")
+            source = f"the repository file {path} (untrusted)"
+            text = untrusted.prose(item.text, item.path, markdown=_is_markdown(item.path))
+        block = GUIDANCE_TEMPLATE.format(marker=marker, source=source, text=text.strip())
         if item.cut_from is not None:
             shown = len(item.text.encode())
             block += "\n" + GUIDANCE_CUT.format(shown=shown, size=item.cut_from)
@@ -136,6 +154,11 @@ def guidance_section(guidance: Sequence[Guidance], marker: str) -> str:
     if not blocks:
         return ""
     return "\n" + "\n\n".join([GUIDANCE_INTRO, *blocks]) + "\n"
+
+
+def _is_markdown(path: str) -> bool:
+    """Whether GitHub renders the file as Markdown (so its HTML comments are hidden there)."""
+    return path.lower().endswith((".md", ".markdown", ".mdown", ".mkd", ".mdx"))
 
 
 def budget_note(steps_left: int, seconds_left: float) -> str:
@@ -151,8 +174,3 @@ def budget_note(steps_left: int, seconds_left: float) -> str:
         f"\n\n[FrogNano: {' and '.join(notes)}. Finish your fix soon, then answer with a summary "
         "and no tool call.]"
     )
-
-
-def one_line(text: str) -> str:
-    """`text` with every run of white space, line breaks included, made one space."""
-    return " ".join(text.split())

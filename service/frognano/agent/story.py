@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from frognano.agent.prompts import one_line
+from frognano.agent.untrusted import one_line
 from frognano.sandbox.hostpaths import HostPaths
 
 # How much of a tool's arguments and result one line shows; whoever renders the story may cut
@@ -45,7 +45,7 @@ class Story:
 
 
 def clipped_line(text: str, limit: int) -> str:
-    """`text` on one line (prompts.one_line), cut in the middle past `limit` characters."""
+    """`text` on one line (untrusted.one_line), cut in the middle past `limit` characters."""
     flat = one_line(text)
     if len(flat) <= limit:
         return flat

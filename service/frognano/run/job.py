@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from frognano.agent.loop_types import AgentResult
+from frognano.agent.untrusted import Hidden
 from frognano.policy.findings import Finding
 from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
@@ -75,6 +76,8 @@ class RunState:
     base_commit: str | None = None
     instructions: Instructions | None = None
     agent: AgentResult | None = None
+    hidden: tuple[Hidden, ...] = ()
+    """What the task's untrusted texts held that GitHub does not show, kept from the agent."""
     patch: Patch | None = None
     plan: Plan | None = None
     verification: Verification | None = None

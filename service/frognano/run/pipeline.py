@@ -282,6 +282,7 @@ async def _run_agent(
             trajectory=trajectory,
             on_progress=on_progress,
         )
+        run.hidden = loop.hidden
         try:
             run.agent = await loop.run()
         finally:

@@ -212,6 +212,18 @@ class LeftOutLinkRecord(TypedDict):
     """Where it points: repository content, untrusted."""
 
 
+class HiddenRecord(TypedDict):
+    """Content of an untrusted text that GitHub does not show (an HTML comment, a link
+    reference definition, invisible characters), removed before the agent saw the text."""
+
+    source: str
+    """Where it was: "the issue body", "the review", "AGENTS.md", ..."""
+    kind: str
+    count: int
+    excerpt: str
+    """The start of what was removed, on one line, invisible characters named: untrusted."""
+
+
 class FollowUpRecord(TypedDict):
     """A follow-up run: which round, what review it answered, and its two diffs."""
 
@@ -257,6 +269,9 @@ class RunReport(TypedDict):
     left_out_links: list[LeftOutLinkRecord]
     """Symlinks of the repository the base tree does not hold (the worker's download leaves
     out those leading outside the repository); a patch may not touch them."""
+    hidden_input: list[HiddenRecord]
+    """What the issue, the review and the instruction files held that GitHub does not show;
+    the agent was given them without it. Empty when the agent never ran."""
     patch: PatchRecord | None
     verification: VerificationRecord | None
     gate: GateRecord | None

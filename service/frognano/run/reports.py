@@ -9,6 +9,7 @@ from pathlib import Path
 from frognano import __version__
 from frognano.policy.findings import Finding
 from frognano.run.evidence import Comparison
+from frognano.run.inputs import hidden_md, hidden_records, left_out_md
 from frognano.run.instructions import instructions_line
 from frognano.run.job import RunState
 from frognano.run.outcomes import TestRun
@@ -80,6 +81,7 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         },
         "base_commit": run.base_commit,
         "left_out_links": [link.record() for link in job.left_out_links],
+        "hidden_input": hidden_records(run.hidden),
         "patch": _patch(run.patch),
         "verification": _verification(run.verification),
         "gate": _gate(run.findings),
@@ -215,7 +217,8 @@ def render_markdown(report: RunReport) -> str:
         f"- Issue: {report['issue_title']}",
         f"- Repository: {report['repo']} at `{report['repo_dir']}` "
         f"(base `{report['base_commit'] or '-'}`)",
-        *_left_out_md(report),
+        *left_out_md(report),
+        *hidden_md(report),
         f"- Policy: {report['policy']['source']}",
         f"- {_instructions_md(report)}",
         (
@@ -366,14 +369,6 @@ def _patch_md(patch: PatchRecord | None) -> list[str]:
         *(f"- `{path}`" for path in patch["files"]),
         "",
     ]
-
-
-def _left_out_md(report: RunReport) -> list[str]:
-    links = report["left_out_links"]
-    if not links:
-        return []
-    shown = ", ".join(f"`{link['path']}` -> `{link['target']}`" for link in links)
-    return [f"- Left out of the tree (symbolic links leading outside the repository): {shown}"]
 
 
 def _instructions_md(report: RunReport) -> str:
