@@ -47,3 +47,21 @@ def token_names(ids: list[int]) -> list[str]:
 def prompt_specials(request: dict[str, Any]) -> list[str]:
     """The special tokens of the prompt SGLang builds from `request`, by name."""
     return token_names(specials(encode(render(request))))
+
+
+def untrusted_free(request: dict[str, Any]) -> dict[str, Any]:
+    """`request` with the content of every user and tool message made neutral: its prompt
+    has the special tokens the template and the model's own turns put there, and no more."""
+    messages = [
+        {**message, "content": "x"} if message.get("role") in ("user", "tool") else message
+        for message in request["messages"]
+    ]
+    return {**request, "messages": messages}
+
+
+def forged_specials(request: dict[str, Any]) -> list[str]:
+    """The special tokens the untrusted texts of `request` added to its prompt: empty
+    unless one of them became a control token."""
+    real = prompt_specials(request)
+    skeleton = prompt_specials(untrusted_free(request))
+    return [] if real == skeleton else real
