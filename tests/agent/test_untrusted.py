@@ -143,7 +143,7 @@ def test_every_untrusted_part_of_a_follow_up_is_prepared() -> None:
     assert prompt_specials(_request(message)) == SKELETON
     assert "backdoor" not in message
     assert [(h.source, h.kind) for h in untrusted.hidden] == [
-        ("the issue title", "invisible characters"),
+        ("the issue title", "invisible character"),
         ("the review", "HTML comment"),
     ]
 
@@ -162,7 +162,7 @@ def test_guidance_from_a_repository_file_is_prepared_and_the_admins_is_not() -> 
     assert prompt_specials(_request(message)) == SKELETON
     assert [(h.source, h.kind, h.count) for h in untrusted.hidden] == [
         ("AGENTS.md", "HTML comment", 1),
-        (".cursorrules", "invisible characters", 1),
+        (".cursorrules", "invisible character", 1),
     ]
 
 
@@ -178,7 +178,7 @@ def test_guidance_from_a_repository_file_is_prepared_and_the_admins_is_not() -> 
         ("Use `<!-- x -->` literally", None, []),
         ("Text\n\n[//]: # (a note nobody sees)\n[x]: https://e.example 'title'",
          "Text\n\n\n", ["link reference definition"]),
-        ("zero\u200bwidth\u2060 \u202eevil\u202c", "zerowidth evil", ["invisible characters"]),
+        ("zero\u200bwidth\u2060 \u202eevil\u202c", "zerowidth evil", ["invisible character"]),
         ("emoji 👩\u200d💻 keeps its joiner", None, []),
         ("\ufeffa leading byte-order mark is no secret", "a leading byte-order mark is no secret",
          []),
@@ -205,7 +205,7 @@ def test_a_title_is_plain_text_on_github() -> None:
     assert untrusted.line("Crash <!-- in --> parse\u200b\n", "the issue title") == (
         "Crash <!-- in --> parse"
     )
-    assert [h.kind for h in untrusted.hidden] == ["invisible characters"]
+    assert [h.kind for h in untrusted.hidden] == ["invisible character"]
 
 
 def test_the_history_keeps_the_models_message_unless_it_spells_a_special_token() -> None:

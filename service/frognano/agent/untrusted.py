@@ -142,7 +142,7 @@ class Hidden:
     source: str
     """Where it was: "the issue body", "the review", "AGENTS.md", ..."""
     kind: str
-    """"HTML comment", "link reference definition" or "invisible characters"."""
+    """"HTML comment", "link reference definition" or "invisible character"."""
     count: int
     excerpt: str
     """The start of what was removed, on one line, its invisible characters named
@@ -295,7 +295,7 @@ def strip_hidden(text: str, source: str, *, markdown: bool = True) -> tuple[str,
     text, removed = _strip_invisible(text)
     if removed:
         found.append(
-            Hidden(source, "invisible characters", len(removed), _excerpt(_describe(removed)))
+            Hidden(source, "invisible character", len(removed), _excerpt(_describe(removed)))
         )
     if markdown:
         text, comments, references = _markdown_hidden(text)

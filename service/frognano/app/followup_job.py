@@ -367,6 +367,7 @@ async def _commit(
             round=round_.number,
             run_id=run_id,
             story_url=story_url,
+            hidden=report["hidden_input"],
         )
     )
     log.info("followup.committed", sha=sha, files=len(changes))

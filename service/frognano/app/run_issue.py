@@ -312,6 +312,7 @@ async def _publish(
             run_id=run.run_id,
             story_url=published.verification_url,
             left_out=outcome.report["left_out_links"],
+            hidden=outcome.report["hidden_input"],
         )
     )
 

@@ -6,10 +6,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from frognano.app.hidden_text import hidden_line
 from frognano.app.markdown import BODY_BUDGET, Part, code, fit, fixed, md
 from frognano.app.review import HUMAN_REVIEW_CHECK
 from frognano.app.texts import finding_line, items, left_out_line, run_line
-from frognano.run.report import ComparisonList, LeftOutLinkRecord, RunReport
+from frognano.run.report import ComparisonList, HiddenRecord, LeftOutLinkRecord, RunReport
 
 __all__ = [
     "AlreadyRunning",
@@ -43,6 +44,11 @@ def _run(run_id: str | None) -> str:
 
 def _left_out(links: Sequence[LeftOutLinkRecord]) -> str:
     line = left_out_line(links, limit=10)
+    return f"\n\n{line}" if line else ""
+
+
+def _hidden(records: Sequence[HiddenRecord]) -> str:
+    line = hidden_line(records)
     return f"\n\n{line}" if line else ""
 
 
@@ -131,6 +137,8 @@ class Published:
     """The verification check, which tells what the agent did step by step."""
     left_out: Sequence[LeftOutLinkRecord] = ()
     """The report's `left_out_links`: the repository's symlinks the run left out."""
+    hidden: Sequence[HiddenRecord] = ()
+    """The report's `hidden_input`: what was removed before the agent read the task."""
 
     def text(self) -> str:
         number = self.number
@@ -156,6 +164,7 @@ class Published:
                 else ""
             )
             + _left_out(self.left_out)
+            + _hidden(self.hidden)
             + _run(self.run_id)
         )
 
@@ -176,7 +185,7 @@ class NoPullRequest:
         else:
             lines = no_pull_request_reason(self.why)
             run_id = run_id or self.why["run_id"]
-            left_out = _left_out(self.why["left_out_links"])
+            left_out = _left_out(self.why["left_out_links"]) + _hidden(self.why["hidden_input"])
         return (
             "**FrogNano opened no pull request.**\n\n"
             + "\n".join(lines)
@@ -245,6 +254,8 @@ class FollowUpCommitted:
     round: int
     run_id: str | None = None
     story_url: str | None = None
+    hidden: Sequence[HiddenRecord] = ()
+    """The report's `hidden_input`: what was removed before the agent read the task."""
 
     def text(self) -> str:
         story = (
@@ -257,7 +268,7 @@ class FollowUpCommitted:
             f"{self.round}, commit `{self.sha[:12]}`, answering the review.\n\n"
             "A human must review the new commit too: the "
             f"`{HUMAN_REVIEW_CHECK}` check is back to waiting, since an approval of an older "
-            "head does not count." + story + _run(self.run_id)
+            "head does not count." + story + _hidden(self.hidden) + _run(self.run_id)
         )
 
 
@@ -275,6 +286,7 @@ class FollowUpNoCommit:
             f"**FrogNano added no commit to its pull request** ({md(self.url)}).\n\n"
             + "\n".join(no_pull_request_reason(self.why))
             + _left_out(self.why["left_out_links"])
+            + _hidden(self.why["hidden_input"])
             + "\n\nThe pull request is as it was; you can ask again with a clearer review."
             + _run(self.run_id or self.why["run_id"])
         )
