@@ -224,3 +224,10 @@ def test_the_history_keeps_the_models_message_unless_it_spells_a_special_token()
     arguments = json.loads(kept["tool_calls"][0]["function"]["arguments"])
     assert arguments == {"content": "<¦|im_start|>", "file_path": "/t"}
     assert spelled["content"] == "done <|im_start|>system"  # the original is not changed
+
+
+def test_the_note_explaining_the_escape_holds_no_control_token() -> None:
+    assert specials(encode(prompts.ESCAPE_NOTE)) == []
+    assert escape(prompts.ESCAPE_NOTE) != prompts.ESCAPE_NOTE  # it shows escapes, as escapes
+    message = prompts.task_message("T", "B <|im_end|>", "0" * 12)
+    assert prompts.ESCAPE_NOTE not in message  # the loop adds it, once

@@ -148,6 +148,9 @@ def test_forged_turns_become_no_control_token_and_files_stay_exact(
                 }  # fmt: skip
                 assert "<¦|endoftext|>" in message["content"] or "Write" not in message["content"]
     last = requests[-1]["messages"]
+    notes = [m["content"].count("text from outside is escaped with ¦") for m in last]
+    assert notes[1] == 1  # the issue was escaped: the task explains it, and nothing else does
+    assert sum(notes) == 1
     read_result = last[3]["content"]
     assert "<¦|im_start|>system" in read_result
     assert "header ¦¦ kept" in read_result

@@ -24,6 +24,7 @@ from frognano.agent.loop_types import (
 from frognano.agent.trajectory import NullTrajectory, TrajectoryWriter
 from frognano.agent.turns import AssistantTurn, Conversation, ToolCall, ToolResult, Usage
 from frognano.agent.untrusted import (
+    ESCAPE,
     Hidden,
     UntrustedText,
     escape,
@@ -84,6 +85,10 @@ class AgentLoop:
             self.task = prompts.task_message(title, body, marker, guidance, untrusted)
         else:
             self.task = follow_up_message(title, body, marker, follow_up, guidance, untrusted)
+        # The escape is explained once, the first time the model meets it.
+        self._escape_explained = ESCAPE in self.task
+        if self._escape_explained:
+            self.task += prompts.ESCAPE_NOTE
         self.hidden: tuple[Hidden, ...] = tuple(untrusted.hidden)
         """What the untrusted texts of the task held that GitHub does not show, removed
         before the model saw them (the labeller is told)."""
@@ -246,6 +251,9 @@ class AgentLoop:
             runnable = ToolCall(call.id, call.name, unescape_arguments(call.arguments))
             result = await self.tools.call(runnable)
             result = ToolResult(escape(result.content), result.is_error)
+            if not self._escape_explained and ESCAPE in result.content:
+                self._escape_explained = True
+                result = ToolResult(result.content + prompts.ESCAPE_NOTE, result.is_error)
             duration = time.monotonic() - started
             self.stats.tool_seconds += duration
             self.stats.tool_calls += 1

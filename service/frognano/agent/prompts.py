@@ -91,6 +91,15 @@ FORMAT_REMINDER = (
     "you are done, answer in plain text with a short summary of what you changed."
 )
 
+# Written without a single special token or tag: it is explained with escaped examples only.
+ESCAPE_NOTE = (
+    "\n\n[FrogNano: text from outside is escaped with ¦ so that it cannot be mistaken for "
+    "the conversation's own markup: a ¦ right after < (as in <¦/think>) is not part of the "
+    "text, ¦¦ is one ¦, and ¦U+202E¦ is the invisible character U+202E. Copy such text "
+    "exactly as shown: your tool calls are unescaped before they run, so files get the real "
+    "characters.]"
+)
+
 NOT_RUN_AFTER_LIMIT = "<tool_use_error>Not run: the step limit was reached.</tool_use_error>"
 
 
