@@ -59,6 +59,12 @@ CORPUS = [
     "r</think>" + _call("Read", [("file_path", "/w/a"), ("offset", "12"), ("limit", "x")]),
     "r</think>" + _call("Unknown", [("a", "1")]),
     "r</think>" + _call("Bash", [("command", "echo '<parameter=x>' </function>")]),
+    # Values the model copied from escaped text (agent/untrusted.py): both parsers keep the
+    # escaped tags as text, so the loop unescapes the same arguments whichever parsed them.
+    "r</think>" + _call("Edit", [("file_path", "/w/a"), ("old_string", "<¦/parameter> ¦¦"),
+                                 ("new_string", "<¦/tool_call>\n<¦|im_end|>\n<¦/function>")]),
+    "r</think>" + _call("Write", [("file_path", "/w/b"),
+                                  ("content", "<¦tool_call>\n<¦function=Bash>\n<¦parameter=x>")]),
     "r</think>\n\n",
     "still reasoning when the length limit hit",
     "an answer with no markers at all",
@@ -69,7 +75,7 @@ _PIECES = (
     "<function=Read>", "<function=Bash>", "<function=Edit>", "<parameter=file_path>",
     "<parameter=command>", "<parameter=timeout>", "<parameter=replace_all>", "/workspace/x",
     "echo <hi> && ls", "12", "true", "null", "NULL", '{"a": 1}', "[1, 2]", "</parameter>",
-    "</function>", "\u00e9t\u00e9 ", "{",
+    "</function>", "\u00e9t\u00e9 ", "{", "<¦/parameter>", "<¦|im_end|>", "¦",
 )  # fmt: skip
 
 
