@@ -12,7 +12,7 @@ from frognano.agent.untrusted import Hidden
 from frognano.policy.findings import Finding
 from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
-from frognano.run.followup import FollowUp, FollowUpState
+from frognano.run.followup import FollowUp
 from frognano.run.instructions import Instructions
 from frognano.run.leftout import LeftOutLink
 from frognano.run.plan import Plan
@@ -83,4 +83,3 @@ class RunState:
     verification: Verification | None = None
     findings: list[Finding] | None = None
     error: str | None = None
-    follow_up: FollowUpState | None = None

@@ -23,12 +23,7 @@ from frognano.policy.gate import Finding
 from frognano.policy.models import AgentPolicy, quantity_bytes
 from frognano.run.apply import AppliedFile, apply_diff
 from frognano.run.collector import COLLECTOR_MODULE, collector_source
-from frognano.run.followup import FollowUpResult, block_reasons
-from frognano.run.followup_stages import (
-    check_increment,
-    collect_increment,
-    prepare_head,
-)
+from frognano.run.followup import FollowUpResult
 from frognano.run.gatecheck import check_patch
 from frognano.run.instructions import read_instructions
 from frognano.run.job import RunState, SolveJob
@@ -39,6 +34,7 @@ from frognano.run.report import RunReport, RunStage
 from frognano.run.reports import build_report, write_reports
 from frognano.run.sandbox_policy import pod_options
 from frognano.run.trees import HostTree
+from frognano.run.variants import Variant, variant_for
 from frognano.run.verification import verify
 from frognano.run.workspace import Patch, collect_patch, env_in_tree, prepare, upload_excludes
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
@@ -105,6 +101,7 @@ async def solve(
     excludes = list(job.exclude) if job.exclude is not None else upload_excludes(repo_dir)
     _prepare_out_dir(job.out_dir)
     run = RunState(job)
+    variant = variant_for(job.follow_up)
     stage = on_stage or (lambda _name: None)
     bound = log.bind(run_id=job.run_id, repo=job.repo)
     _, sampling = limits_for(job.policy.agent)
@@ -136,11 +133,17 @@ async def solve(
             await client.check(wait=job.wait_for_model)
             model = client
         await _work(
-            run, model, options=options, excludes=excludes, stage=stage, on_progress=on_progress
+            run,
+            variant,
+            model,
+            options=options,
+            excludes=excludes,
+            stage=stage,
+            on_progress=on_progress,
         )
     except asyncio.CancelledError:
         run.error = "the run was cancelled"
-        _finish(run)
+        _finish(run, variant)
         raise
     except (ConfigError, SandboxUnavailable):
         raise  # bad usage or an unfit host: exit 2, there is no run to report
@@ -149,13 +152,14 @@ async def solve(
     finally:
         if client is not None:
             await client.aclose()
-    outcome = _finish(run)
+    outcome = _finish(run, variant)
     bound.info("solve.finished", patch_ready=outcome.patch_ready, reason=outcome.reason)
     return outcome
 
 
 async def _work(
     run: RunState,
+    variant: Variant,
     model: ChatModel,
     *,
     options: SandboxOptions,
@@ -180,25 +184,23 @@ async def _work(
             setup = " and running the policy's setup" if job.policy.sandbox.setup else ""
             stage(f"copying the repository{setup}")
             run.base_commit = await prepare(box, repo_dir, exclude, job.policy.sandbox.setup)
-            if job.follow_up is not None:
-                stage("writing the pull request's head")
-                base = await HostTree.scan(repo_dir, exclude)
-                await prepare_head(run, job.follow_up, box, base)
+            await variant.prepare(run, box, exclude, stage)
         log.info("solve.prepared", run_id=job.run_id, base=run.base_commit, via=run.mechanism)
         stage("running the agent")
-        await _run_agent(run, model, box, on_progress=on_progress)
+        await _run_agent(run, variant, model, box, on_progress=on_progress)
         if run.agent is not None and run.agent.stop_reason is not StopReason.SANDBOX_ERROR:
             stage("collecting the patch")
             with _timed(run, "diff"):
                 run.patch = await collect_patch(box, run.base_commit)
-                await collect_increment(run, box)
-    if run.patch is None or run.patch.empty or _no_increment(run):
+                await variant.collect(box)
+    if run.patch is None or run.patch.empty or variant.unchanged():
         return
-    await _check_and_verify(run, run.patch, options, exclude, stage)
+    await _check_and_verify(run, variant, run.patch, options, exclude, stage)
 
 
-async def _check_and_verify(
+async def _check_and_verify(  # noqa: PLR0917 - the run, its kind, then its parts
     run: RunState,
+    variant: Variant,
     patch: Patch,
     options: SandboxOptions,
     exclude: list[str],
@@ -223,7 +225,7 @@ async def _check_and_verify(
     run.plan = plan = make_plan(applied, base, base.paths, job.policy)
     findings = check_patch(patch.diff, applied, base, plan, job.policy)
     run.findings = with_left_out(findings, applied, job.left_out_links)
-    if not await check_increment(run, base, plan, run.findings):
+    if not await variant.check(run, base, plan):
         return
     stage(f"verifying the patch in fresh sandboxes: {job.policy.verify.command}")
 
@@ -246,6 +248,7 @@ def _purpose(pod: PodOptions | None, purpose: str) -> PodOptions | None:
 
 async def _run_agent(
     run: RunState,
+    variant: Variant,
     model: ChatModel,
     box: Sandbox,
     *,
@@ -275,9 +278,7 @@ async def _run_agent(
             title=job.title,
             body=job.body,
             guidance=run.instructions.guidance() if run.instructions else (),
-            follow_up=run.follow_up.prompt(job.follow_up.review)
-            if run.follow_up and job.follow_up
-            else None,
+            follow_up=variant.prompt(),
             limits=limits,
             trajectory=trajectory,
             on_progress=on_progress,
@@ -289,25 +290,17 @@ async def _run_agent(
             run.agent = run.agent or loop.result
 
 
-def _finish(run: RunState) -> SolveOutcome:
-    patch_ready, reason = verdict(run)
-    report = build_report(run, patch_ready, reason, time.monotonic() - run.started)
+def _finish(run: RunState, variant: Variant) -> SolveOutcome:
+    patch_ready, reason = verdict(run, variant)
+    total = time.monotonic() - run.started
+    report = build_report(run, patch_ready, reason, total, variant.record(run.patch))
     write_reports(run.job.out_dir, report, run.patch.diff if run.patch else b"")
     changes = run.plan.published if patch_ready and run.plan else ()
-    state = run.follow_up
-    result = None
-    if patch_ready and state is not None and state.increment is not None and run.patch:
-        result = FollowUpResult(state.files, run.patch, state.increment)
+    result = variant.result(run.patch) if patch_ready else None
     return SolveOutcome(patch_ready, reason, report, run.job.out_dir, changes, result)
 
 
-def _no_increment(run: RunState) -> bool:
-    """A follow-up whose agent changed nothing this round (the earlier rounds do not count)."""
-    state = run.follow_up
-    return state is not None and (state.increment is None or state.increment.empty)
-
-
-def verdict(run: RunState) -> tuple[bool, str]:  # noqa: PLR0911 - one return per outcome
+def verdict(run: RunState, variant: Variant) -> tuple[bool, str]:  # noqa: PLR0911 - one return per outcome
     """A patch is ready when it is not empty, the gate passes and the policy's `require`
     rule held in verification."""
     if run.error is not None:
@@ -317,16 +310,13 @@ def verdict(run: RunState) -> tuple[bool, str]:  # noqa: PLR0911 - one return pe
         return False, "the agent did not run"
     if agent.stop_reason is StopReason.SANDBOX_ERROR:
         return False, agent.detail
-    if run.patch is None or run.patch.empty or _no_increment(run):
-        if run.follow_up is not None and not _no_increment(run):
-            return False, "this round undoes every earlier change: the cumulative diff is empty"
+    if run.patch is None or run.patch.empty or variant.unchanged():
+        if (undone := variant.empty_reason()) is not None:
+            return False, undone
         if agent.stop_reason is StopReason.COMPLETED:
             return False, "the agent finished without changing any file"
         return False, f"the agent stopped ({agent.detail}) without changing any file"
-    findings = run.findings or []
-    said = [f.reason for f in findings if f.severity == "block"]
-    if run.follow_up is not None:
-        said = block_reasons(findings, run.follow_up.findings or [])
+    said = variant.blocked(run.findings or [])
     if said:
         return False, f"the gate blocked the patch: {'; '.join(said)}"
     if run.verification is None or not run.verification.held:

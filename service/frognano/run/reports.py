@@ -18,6 +18,7 @@ from frognano.run.report import (
     ComparisonRecord,
     DurationsRecord,
     FindingRecord,
+    FollowUpRecord,
     GateRecord,
     PatchRecord,
     RunReport,
@@ -31,8 +32,15 @@ from frognano.run.verification import Verification
 from frognano.run.workspace import Patch
 
 
-def build_report(run: RunState, patch_ready: bool, reason: str, total: float) -> RunReport:
-    """report.json: everything a reader needs to see why a patch was or was not accepted."""
+def build_report(
+    run: RunState,
+    patch_ready: bool,
+    reason: str,
+    total: float,
+    follow_up: FollowUpRecord | None = None,
+) -> RunReport:
+    """report.json: everything a reader needs to see why a patch was or was not accepted;
+    `follow_up` is a follow-up's own record (its variant's)."""
     job = run.job
     agent = run.agent
     stats = agent.stats if agent else None
@@ -82,9 +90,9 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "base_commit": run.base_commit,
         "left_out_links": [link.record() for link in job.left_out_links],
         "hidden_input": hidden_records(run.hidden),
-        "patch": _patch(run.patch),
+        "patch": patch_record(run.patch),
         "verification": _verification(run.verification),
-        "gate": _gate(run.findings),
+        "gate": gate_record(run.findings),
         "policy": {
             "source": job.policy_source,
             "repo": job.repo,
@@ -93,21 +101,12 @@ def build_report(run: RunState, patch_ready: bool, reason: str, total: float) ->
         "instructions": run.instructions.record() if run.instructions else None,
         "error": error,
     }
-    if job.follow_up is not None:
-        state = run.follow_up
-        report["follow_up"] = {
-            "round": job.follow_up.round,
-            "review_id": job.follow_up.review.review_id,
-            "line_comments": len(job.follow_up.review.comments),
-            "head_commit": state.head_commit if state else None,
-            "increment": _patch(state.increment if state else None),
-            "cumulative": _patch(run.patch),
-            "gate": _gate(state.findings if state else None),
-        }
+    if follow_up is not None:
+        report["follow_up"] = follow_up
     return report
 
 
-def _patch(patch: Patch | None) -> PatchRecord | None:
+def patch_record(patch: Patch | None) -> PatchRecord | None:
     if patch is None:
         return None
     return {
@@ -175,7 +174,7 @@ def _run(test_run: TestRun | None) -> SuiteRunRecord | None:
     }
 
 
-def _gate(findings: list[Finding] | None) -> GateRecord | None:
+def gate_record(findings: list[Finding] | None) -> GateRecord | None:
     if findings is None:
         return None
     return {
