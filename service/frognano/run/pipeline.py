@@ -168,7 +168,7 @@ async def _work(
     repo_dir = job.repo_dir.resolve()
     stage("starting the sandbox")
     async with await create_sandbox(job.backend, options) as box:
-        run.mechanism = getattr(box, "mechanism", None)
+        run.mechanism = box.mechanism
         run.host_paths = host_paths_of(box)
         exclude = excludes + env_in_tree(box, repo_dir)
         # From the host's copy of the base, as uploaded: never anything the agent wrote.

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from frognano.errors import SandboxError, SandboxStartError, SandboxUnavailable
-from frognano.sandbox import SandboxOptions, create_sandbox
+from frognano.sandbox import Sandbox, SandboxOptions, create_sandbox
 from frognano.sandbox.kubernetes.api import KubeApi, kube_configuration
 from frognano.sandbox.kubernetes.backend import KubernetesSandbox
 from frognano.sandbox.kubernetes.netcheck import check_pod_network
@@ -83,6 +83,13 @@ async def test_the_pod_is_created_hardened_and_deleted_on_close(
         # The first exec proved the pod works before anyone relied on it.
         assert any(record.pod == box.name for record in fake.execs)
     assert (NAMESPACE, box.name) not in fake.pods
+
+
+async def test_the_protocol_names_the_pod_and_no_host_folder(box: KubernetesSandbox) -> None:
+    seen: Sandbox = box
+    assert seen.mechanism == f"pod {NAMESPACE}/{box.name}"
+    assert seen.python_env is None
+    assert seen.host_paths is None
 
 
 async def test_exit_codes_and_streams(box: KubernetesSandbox) -> None:

@@ -25,6 +25,7 @@ from frognano.errors import (
 )
 from frognano.log import get_logger
 from frognano.sandbox.base import RawResult, SandboxBase
+from frognano.sandbox.hostpaths import HostPaths
 from frognano.sandbox.kubernetes.api import KubeApi, KubeApiError, connect
 from frognano.sandbox.kubernetes.exec import (
     ExecOutcome,
@@ -36,6 +37,7 @@ from frognano.sandbox.kubernetes.exec import (
 from frognano.sandbox.kubernetes.pod import CONTAINER, PodOptions, sandbox_pod
 from frognano.sandbox.kubernetes.state import pod_state
 from frognano.sandbox.options import SandboxLimits, SandboxOptions
+from frognano.sandbox.pyenv import PythonEnv
 
 log = get_logger(__name__)
 
@@ -152,6 +154,16 @@ class KubernetesSandbox(SandboxBase):
                 f"{pod_options.image} has bash, GNU coreutils (timeout, head), setsid and tar"
             )
         return sandbox
+
+    @property
+    def python_env(self) -> PythonEnv | None:
+        """None: the pod's image brings its own Python; nothing of this host is mounted."""
+        return None
+
+    @property
+    def host_paths(self) -> HostPaths | None:
+        """None: a pod shows no folder of this host."""
+        return None
 
     @property
     def api_server(self) -> str:
