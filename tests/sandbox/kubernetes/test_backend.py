@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from frognano.errors import SandboxError, SandboxStartError, SandboxUnavailable
-from frognano.sandbox import Sandbox, SandboxOptions, create_sandbox
+from frognano.sandbox import Sandbox, SandboxOptions, SandboxSpec, create_sandbox
 from frognano.sandbox.kubernetes.api import KubeApi, kube_configuration
 from frognano.sandbox.kubernetes.backend import KubernetesSandbox
 from frognano.sandbox.kubernetes.netcheck import check_pod_network
-from frognano.sandbox.kubernetes.pod import EXPIRES, RUN_ID, SELECTOR, PodOptions
+from frognano.sandbox.kubernetes.pod import EXPIRES, RUN_ID, SELECTOR
 from frognano.sandbox.netcheck import network_verdict
 from frognano.sandbox.reaper import reap_namespace
 from tests.fakes.kube import FakeKube, running_fake_kube
@@ -50,10 +50,13 @@ def kubeconfig(fake: FakeKube, tmp_path: Path) -> Path:
     return fake.kubeconfig(tmp_path / "kubeconfig")
 
 
-def options(kubeconfig: Path, **pod: Any) -> SandboxOptions:
-    pod.setdefault("namespace", NAMESPACE)
-    pod.setdefault("run_id", "20261130-120000-abcdef")
-    return SandboxOptions(pod=PodOptions(**pod), kubeconfig=kubeconfig)
+def options(kubeconfig: Path, *, start_timeout: float = 600.0) -> SandboxOptions:
+    return SandboxOptions(
+        spec=SandboxSpec(run_id="20261130-120000-abcdef"),
+        kubeconfig=kubeconfig,
+        k8s_namespace=NAMESPACE,
+        k8s_start_timeout=start_timeout,
+    )
 
 
 @pytest.fixture
