@@ -49,7 +49,7 @@ def reap_command(
     sweep every FROGNANO_K8S_REAP_INTERVAL_SECONDS. Exits 1 if a deletion or the API server
     failed, 2 when the settings reach no cluster.
     """
-    from frognano.sandbox.reaper import reap_namespace  # noqa: PLC0415 - see above
+    from frognano.sandbox.kubernetes.reaper import reap_namespace  # noqa: PLC0415 - see above
 
     settings = _settings(ctx)
     console = _console()
