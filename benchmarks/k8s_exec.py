@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from frognano.sandbox import Sandbox, SandboxOptions
 from frognano.sandbox.kubernetes.backend import KubernetesSandbox
-from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.sandbox.local import LocalSandbox
 from tests.fakes.kube import running_fake_kube
 
@@ -77,7 +76,7 @@ async def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch, running_fake_kube() as fake:
         kubeconfig = fake.kubeconfig(Path(scratch) / "kubeconfig")
-        options = SandboxOptions(pod=PodOptions(namespace="bench"), kubeconfig=kubeconfig)
+        options = SandboxOptions(k8s_namespace="bench", kubeconfig=kubeconfig)
         started = time.perf_counter()
         pod = await KubernetesSandbox.create(options)
         create_s = time.perf_counter() - started

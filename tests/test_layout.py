@@ -26,6 +26,12 @@ FORBIDDEN = {
 }
 # Third-party clients kept behind one package each, so the rest imports without them.
 THIRD_PARTY_OWNERS = {"kubernetes": "sandbox.kubernetes", "github": "github"}
+# Sandbox backends stay behind the sandbox seam (base.py's protocol, options.py's values):
+# outside the backend's own package only these modules import it, the registry lazily by
+# name and for clean-up, cli/kube.py for the Kubernetes-only commands (reap, the probe pod,
+# the seccomp profile).
+BACKEND_PACKAGES = ("frognano.sandbox.kubernetes",)
+BACKEND_IMPORTERS = {"frognano.sandbox.registry", "frognano.cli.kube"}
 TOP_LEVEL_MAX = 8
 MODULE_LINES_MAX = 400
 
@@ -113,6 +119,59 @@ def test_third_party_clients_stay_behind_their_package(client: str) -> None:
         if target == client or target.startswith(client + ".")
     ]
     assert not wrong
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _backend_imports(modules: dict[str, Path]) -> list[tuple[str, int, str]]:
+    """(module, line, target) for each import statement of a backend's package from outside
+    it, naming the module it imports from."""
+    found: dict[tuple[str, int], str] = {}
+    for name, path in modules.items():
+        for backend in BACKEND_PACKAGES:
+            if _inside(name, backend):
+                continue
+            for line, target in _imports(path):
+                if _inside(target, backend):
+                    found.setdefault((name, line), target)
+    return [(name, line, target) for (name, line), target in found.items()]
+
+
+def _backend_leaks(modules: dict[str, Path]) -> list[str]:
+    return [
+        f"{name}:{line} imports {target}"
+        for name, line, target in _backend_imports(modules)
+        if name not in BACKEND_IMPORTERS
+    ]
+
+
+def test_backends_stay_behind_the_sandbox_seam() -> None:
+    assert not _backend_leaks(MODULES), "go through frognano.sandbox (base, options, registry)"
+    # Each exemption is still needed; one that is not should go from the list.
+    assert {name for name, _, _ in _backend_imports(MODULES)} == BACKEND_IMPORTERS
+
+
+def test_the_backend_rule_catches_a_planted_import(tmp_path: Path) -> None:
+    # The control: the rule above would pass vacuously if it read no import.
+    planted = {
+        "frognano.run.pipeline": "from frognano.sandbox.kubernetes.pod import PodOptions\n",
+        "frognano.app.worker": "def f() -> None:\n    import frognano.sandbox.kubernetes.reaper\n",
+        "frognano.sandbox.options": "from frognano.sandbox import kubernetes\n",
+        "frognano.sandbox.kubernetes.backend": "from frognano.sandbox.kubernetes import pod\n",
+        "frognano.sandbox.registry": "from frognano.sandbox.kubernetes import reaper\n",
+        "frognano.sandbox.local": "from frognano.sandbox.kubernetes_notes import x\n",
+    }
+    modules = {}
+    for name, text in planted.items():
+        modules[name] = tmp_path / f"{name}.py"
+        modules[name].write_text(text, encoding="utf-8")
+    assert _backend_leaks(modules) == [
+        "frognano.run.pipeline:1 imports frognano.sandbox.kubernetes.pod",
+        "frognano.app.worker:2 imports frognano.sandbox.kubernetes.reaper",
+        "frognano.sandbox.options:1 imports frognano.sandbox.kubernetes",
+    ]
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from frognano.sandbox.base import Sandbox
 from frognano.sandbox.hostpaths import HostPaths, host_paths_of
+from frognano.sandbox.local import LocalSandbox
 from frognano.sandbox.pyenv import PythonEnv, resolve_python_env
 
 PATHS = HostPaths.of(
@@ -60,11 +62,21 @@ def test_the_python_environment_names_itself_and_what_else_it_mounts(tmp_path: P
 
 
 def test_a_sandbox_that_names_no_folder_has_none() -> None:
+    # The Sandbox protocol's `host_paths` is None for a backend that shows no host folder
+    # (a Kubernetes pod); a sandbox without the attribute no longer meets the protocol.
     class Pod:
-        host_paths = "not HostPaths"
+        host_paths = None
 
-    assert host_paths_of(object()) == HostPaths()
     assert host_paths_of(Pod()) == HostPaths()
+
+
+async def test_a_local_sandbox_names_its_python_through_the_protocol(
+    default_sandbox: LocalSandbox,
+) -> None:
+    seen: Sandbox = default_sandbox
+    assert seen.mechanism in {"bwrap", "unshare"}
+    assert seen.python_env is not None
+    assert seen.host_paths == seen.python_env.host_paths() == host_paths_of(seen)
 
 
 def test_the_system_folders_keep_their_names() -> None:

@@ -58,7 +58,6 @@ from frognano.run.job import SolveJob
 from frognano.run.leftout import LeftOutLink
 from frognano.run.pipeline import SolveOutcome, solve
 from frognano.run.runid import new_run_id
-from frognano.sandbox.kubernetes.pod import ATTEMPT
 
 __all__ = ["FOLLOWUP_MAX_TRIES", "run_follow_up"]
 
@@ -230,7 +229,7 @@ async def _run(
             policy_source=f"{deps.settings.policy_dir}",
             backend=deps.settings.sandbox,
             run_id=run_id,
-            sandbox_labels={ATTEMPT: str(attempt)},
+            attempt=attempt,
             baseline_cache=RedisCache(deps.queue.redis),
             wait_for_model=True,
             follow_up=FollowUp(head, review, round=history.followups + 2, head_exclude=()),

@@ -14,7 +14,8 @@ from redis.asyncio import Redis
 from frognano.app.intake import IntakeQueue
 from frognano.errors import FrogNanoError
 from frognano.log import get_logger
-from frognano.sandbox.reaper import delete_attempt_pods
+from frognano.sandbox.options import SandboxOptions
+from frognano.sandbox.registry import delete_attempt_sandboxes
 from frognano.settings import Settings
 
 __all__ = ["Beating", "heartbeat", "recover_orphans"]
@@ -100,8 +101,8 @@ async def _delete_orphan_pods(deps: Beating, job_id: str) -> None:
         return
     run_id = job_id.rsplit(":", 1)[-1]  # run:{repo_id}:{number}:{run_id}
     try:
-        await delete_attempt_pods(
-            settings.k8s_namespace, settings.k8s_kubeconfig, run_id, int(attempt)
+        await delete_attempt_sandboxes(
+            settings.sandbox, SandboxOptions.from_settings(settings), run_id, int(attempt)
         )
     except (FrogNanoError, ValueError) as exc:
         # The reaper deletes them at their expiry; the run itself must not wait for that.

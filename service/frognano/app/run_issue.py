@@ -52,7 +52,6 @@ from frognano.run.baselines import RedisCache
 from frognano.run.job import SolveJob
 from frognano.run.leftout import LeftOutLink
 from frognano.run.pipeline import SolveOutcome, solve
-from frognano.sandbox.kubernetes.pod import ATTEMPT
 from frognano.settings import Settings
 
 __all__ = ["RUN_MAX_TRIES", "RunDeps", "run_issue"]
@@ -265,7 +264,7 @@ async def _pipeline(
         policy_source=f"{deps.settings.policy_dir}",
         backend=deps.settings.sandbox,
         run_id=run.run_id,
-        sandbox_labels={ATTEMPT: str(run.attempt)},
+        attempt=run.attempt,
         baseline_cache=RedisCache(deps.queue.redis),
         wait_for_model=True,
         left_out_links=base.left_out,

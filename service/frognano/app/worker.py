@@ -59,7 +59,8 @@ from frognano.github.auth import GitHubApp
 from frognano.github.retry import Transport
 from frognano.log import get_logger
 from frognano.policy.store import PolicyStore
-from frognano.sandbox.reaper import reap_namespace
+from frognano.sandbox.options import SandboxOptions
+from frognano.sandbox.registry import reap_sandboxes
 from frognano.settings import Settings
 
 __all__ = [
@@ -150,9 +151,10 @@ def functions() -> list[Function]:
 
 
 async def _reap_forever(settings: Settings) -> None:
+    options = SandboxOptions.from_settings(settings)
     while True:
         try:
-            await reap_namespace(settings.k8s_namespace, settings.k8s_kubeconfig)
+            await reap_sandboxes(settings.sandbox, options)
         except FrogNanoError as exc:
             log.warning("worker.reap_failed", error=str(exc))
         await asyncio.sleep(settings.k8s_reap_interval_seconds)

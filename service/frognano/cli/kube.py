@@ -14,9 +14,8 @@ from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.policy.loader import load_policies
-from frognano.run.sandbox_policy import pod_options
-from frognano.sandbox import SandboxOptions
-from frognano.sandbox.kubernetes.pod import PodOptions
+from frognano.run.sandbox_policy import sandbox_spec
+from frognano.sandbox import SandboxOptions, SandboxSpec
 from frognano.sandbox.netcheck import ProbeResult
 from frognano.settings import Settings
 
@@ -24,9 +23,9 @@ from frognano.settings import Settings
 DEFAULTS_REPO = "frognano-defaults/frognano-defaults"
 
 
-def default_pod(settings: Settings) -> PodOptions:
-    """The pod the policy's defaults describe (image, resources, runtime class)."""
-    return pod_options(load_policies(settings.policy_dir).for_repo(DEFAULTS_REPO))
+def default_spec(settings: Settings) -> SandboxSpec:
+    """The sandbox the policy's defaults describe (image, resources, runtime class)."""
+    return sandbox_spec(load_policies(settings.policy_dir).for_repo(DEFAULTS_REPO))
 
 
 async def probe_pod_network(settings: Settings) -> list[ProbeResult]:
@@ -34,7 +33,7 @@ async def probe_pod_network(settings: Settings) -> list[ProbeResult]:
     # other command would pay.
     from frognano.sandbox.kubernetes.netcheck import check_pod_network  # noqa: PLC0415
 
-    options = SandboxOptions.from_settings(settings, pod=default_pod(settings))
+    options = SandboxOptions.from_settings(settings, spec=default_spec(settings))
     return await check_pod_network(options)
 
 
@@ -50,7 +49,7 @@ def reap_command(
     sweep every FROGNANO_K8S_REAP_INTERVAL_SECONDS. Exits 1 if a deletion or the API server
     failed, 2 when the settings reach no cluster.
     """
-    from frognano.sandbox.reaper import reap_namespace  # noqa: PLC0415 - see above
+    from frognano.sandbox.kubernetes.reaper import reap_namespace  # noqa: PLC0415 - see above
 
     settings = _settings(ctx)
     console = _console()

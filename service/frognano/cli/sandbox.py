@@ -17,7 +17,7 @@ from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
-from frognano.cli.kube import default_pod, probe_pod_network, reap_command, seccomp_profile_command
+from frognano.cli.kube import default_spec, probe_pod_network, reap_command, seccomp_profile_command
 from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
 from frognano.run.workspace import env_in_tree
 from frognano.sandbox import SandboxOptions, create_sandbox
@@ -132,12 +132,12 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
 
     async def go() -> tuple[int | None, str, bool]:
         # A pod follows the policy's defaults (image, resources), as a run's sandbox would.
-        pod = default_pod(settings) if backend == "kubernetes" else None
+        spec = default_spec(settings) if backend == "kubernetes" else None
         options = SandboxOptions.from_settings(
             settings,
             repo_venv=source / ".venv" if repo_venv else None,
             python_env=python_env,
-            pod=pod,
+            spec=spec,
         )
         async with await create_sandbox(backend, options) as box:
             await box.upload_tree(source, exclude=env_in_tree(box, source))

@@ -46,8 +46,9 @@ class SolveJob:
     exclude: tuple[str, ...] | None = None
     """Relative paths left out of the upload; None: ask git (`.git` and what it ignores).
     A tree that is not a checkout, such as an extracted GitHub tarball, passes ()."""
-    sandbox_labels: dict[str, str] = field(default_factory=dict)
-    """Extra labels for Kubernetes sandbox pods (the worker adds the job's attempt)."""
+    attempt: int | None = None
+    """Which try of the worker's job this run is; its sandboxes carry it (a pod as a label) so
+    that a dead attempt's can be deleted without the next's. None outside the worker."""
     baseline_cache: BaselineCache | None = None
     """Where baseline runs are kept for reuse; None runs the baseline every time."""
     wait_for_model: bool = False

@@ -32,7 +32,7 @@ from frognano.run.outcomes import Role
 from frognano.run.plan import make_plan
 from frognano.run.report import RunReport, RunStage
 from frognano.run.reports import build_report, write_reports
-from frognano.run.sandbox_policy import pod_options
+from frognano.run.sandbox_policy import sandbox_spec
 from frognano.run.trees import HostTree
 from frognano.run.variants import Variant, variant_for
 from frognano.run.verification import verify
@@ -40,7 +40,6 @@ from frognano.run.workspace import Patch, collect_patch, env_in_tree, prepare, u
 from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.hostpaths import host_paths_of
-from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.settings import Settings
 
 log = get_logger(__name__)
@@ -114,7 +113,7 @@ async def solve(
             memory_bytes=quantity_bytes(job.policy.sandbox.memory),
             disk_bytes=quantity_bytes(job.policy.sandbox.ephemeral_storage),
         ),
-        pod=pod_options(job.policy, run_id=job.run_id, labels=job.sandbox_labels),
+        spec=sandbox_spec(job.policy, run_id=job.run_id, attempt=job.attempt),
     )
     options = dataclasses.replace(
         options, tool_files=((f"{COLLECTOR_MODULE}.py", collector_source()),)
@@ -172,7 +171,7 @@ async def _work(
     repo_dir = job.repo_dir.resolve()
     stage("starting the sandbox")
     async with await create_sandbox(job.backend, options) as box:
-        run.mechanism = getattr(box, "mechanism", None)
+        run.mechanism = box.mechanism
         run.host_paths = host_paths_of(box)
         exclude = excludes + env_in_tree(box, repo_dir)
         # From the host's copy of the base, as uploaded: never anything the agent wrote.
@@ -231,19 +230,13 @@ async def _check_and_verify(  # noqa: PLR0917 - the run, its kind, then its part
 
     async def sandbox_for(role: Role) -> Sandbox:
         purpose = "verify-" + role.replace("_", "-")
-        return await create_sandbox(
-            job.backend, dataclasses.replace(options, pod=_purpose(options.pod, purpose))
-        )
+        return await create_sandbox(job.backend, options.for_purpose(purpose))
 
     identity = job.backend + (f" {job.policy.sandbox.image}" if job.backend != "local" else "")
     with _timed(run, "verify"):
         run.verification = await verify(
             plan, base, job.policy, sandbox_for, identity=identity, cache=job.baseline_cache
         )
-
-
-def _purpose(pod: PodOptions | None, purpose: str) -> PodOptions | None:
-    return None if pod is None else dataclasses.replace(pod, purpose=purpose)
 
 
 async def _run_agent(

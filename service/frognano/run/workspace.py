@@ -91,10 +91,9 @@ def env_in_tree(box: Sandbox, repo_dir: Path) -> list[str]:
     """What to leave out of an upload of `repo_dir`: the sandbox's Python environment when it
     lives inside the checkout (a CI .venv), mounted read-only already, so copying it only costs
     time."""
-    env = getattr(box, "python_env", None)
-    prefix = getattr(env, "prefix", None)
-    if isinstance(prefix, Path) and prefix.is_relative_to(repo_dir):
-        return [str(prefix.relative_to(repo_dir))]
+    env = box.python_env
+    if env is not None and env.prefix.is_relative_to(repo_dir):
+        return [str(env.prefix.relative_to(repo_dir))]
     return []
 
 

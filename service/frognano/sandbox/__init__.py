@@ -6,7 +6,7 @@ from frognano.sandbox.base import (
     ExecResult,
     Sandbox,
 )
-from frognano.sandbox.options import SandboxLimits, SandboxOptions
+from frognano.sandbox.options import SandboxLimits, SandboxOptions, SandboxSpec
 from frognano.sandbox.paths import HOME, TMP, WORKSPACE
 from frognano.sandbox.registry import BACKENDS, create_sandbox
 
@@ -21,5 +21,6 @@ __all__ = [
     "Sandbox",
     "SandboxLimits",
     "SandboxOptions",
+    "SandboxSpec",
     "create_sandbox",
 ]

@@ -14,7 +14,9 @@ from types import TracebackType
 from typing import ClassVar, Protocol, Self, runtime_checkable
 
 from frognano.errors import UnsafePathError
+from frognano.sandbox.hostpaths import HostPaths
 from frognano.sandbox.paths import WORKSPACE
+from frognano.sandbox.pyenv import PythonEnv
 from frognano.sandbox.tree import FileSpec, files_tar, scan_tree, write_tar
 
 DEFAULT_TIMEOUT = 120.0
@@ -67,6 +69,27 @@ class Sandbox(Protocol):
     """An isolated place to run agent-chosen commands; see docs/sandbox.md for guarantees."""
 
     backend: ClassVar[str]
+
+    # What a run records and needs of a sandbox beyond its operations. Every backend answers
+    # each one; None means the backend has no such thing.
+    @property
+    def mechanism(self) -> str | None:
+        """How commands are isolated, for the records (report.json, the trajectory, logs):
+        local `bwrap` or `unshare`; Kubernetes `pod NAMESPACE/NAME`."""
+        ...
+
+    @property
+    def python_env(self) -> PythonEnv | None:
+        """The host Python environment mounted read-only at its own path (pyenv.py): local,
+        the one resolved at creation; Kubernetes None (the pod's image brings its own)."""
+        ...
+
+    @property
+    def host_paths(self) -> HostPaths | None:
+        """The host folders commands see at their own paths, each with its placeholder
+        (hostpaths.py): local, the Python environment's; Kubernetes None (a pod mounts nothing
+        from this host)."""
+        ...
 
     async def exec(
         self,

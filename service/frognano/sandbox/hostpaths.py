@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 __all__ = ["HostPaths", "host_paths_of"]
 
@@ -72,8 +73,15 @@ class HostPaths:
         return pattern.sub(lambda match: placeholders[match.group(0)], text)
 
 
-def host_paths_of(sandbox: object) -> HostPaths:
-    """The host folders `sandbox` shows at their own paths (none for a sandbox that does not
-    say: a Kubernetes pod binds nothing from this host)."""
-    found = getattr(sandbox, "host_paths", None)
-    return found if isinstance(found, HostPaths) else HostPaths()
+class _ShowsHostPaths(Protocol):
+    """The part of the Sandbox protocol (base.py, which imports this module) read here."""
+
+    @property
+    def host_paths(self) -> HostPaths | None: ...
+
+
+def host_paths_of(sandbox: _ShowsHostPaths) -> HostPaths:
+    """The host folders `sandbox` shows at their own paths (none for a backend that says None:
+    a Kubernetes pod binds nothing from this host)."""
+    found = sandbox.host_paths
+    return HostPaths() if found is None else found

@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 
 from frognano.errors import SandboxError, SandboxStartError, SandboxUnavailable
-from frognano.sandbox import SandboxOptions, create_sandbox
+from frognano.sandbox import Sandbox, SandboxOptions, SandboxSpec, create_sandbox
 from frognano.sandbox.kubernetes.api import KubeApi, kube_configuration
 from frognano.sandbox.kubernetes.backend import KubernetesSandbox
 from frognano.sandbox.kubernetes.netcheck import check_pod_network
-from frognano.sandbox.kubernetes.pod import EXPIRES, RUN_ID, SELECTOR, PodOptions
+from frognano.sandbox.kubernetes.pod import ATTEMPT, EXPIRES, RUN_ID, SELECTOR
+from frognano.sandbox.kubernetes.reaper import reap_namespace
 from frognano.sandbox.netcheck import network_verdict
-from frognano.sandbox.reaper import reap_namespace
+from frognano.sandbox.registry import delete_attempt_sandboxes, reap_sandboxes
 from tests.fakes.kube import FakeKube, running_fake_kube
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,10 +51,13 @@ def kubeconfig(fake: FakeKube, tmp_path: Path) -> Path:
     return fake.kubeconfig(tmp_path / "kubeconfig")
 
 
-def options(kubeconfig: Path, **pod: Any) -> SandboxOptions:
-    pod.setdefault("namespace", NAMESPACE)
-    pod.setdefault("run_id", "20261130-120000-abcdef")
-    return SandboxOptions(pod=PodOptions(**pod), kubeconfig=kubeconfig)
+def options(kubeconfig: Path, *, start_timeout: float = 600.0) -> SandboxOptions:
+    return SandboxOptions(
+        spec=SandboxSpec(run_id="20261130-120000-abcdef"),
+        kubeconfig=kubeconfig,
+        k8s_namespace=NAMESPACE,
+        k8s_start_timeout=start_timeout,
+    )
 
 
 @pytest.fixture
@@ -83,6 +87,13 @@ async def test_the_pod_is_created_hardened_and_deleted_on_close(
         # The first exec proved the pod works before anyone relied on it.
         assert any(record.pod == box.name for record in fake.execs)
     assert (NAMESPACE, box.name) not in fake.pods
+
+
+async def test_the_protocol_names_the_pod_and_no_host_folder(box: KubernetesSandbox) -> None:
+    seen: Sandbox = box
+    assert seen.mechanism == f"pod {NAMESPACE}/{box.name}"
+    assert seen.python_env is None
+    assert seen.host_paths is None
 
 
 async def test_exit_codes_and_streams(box: KubernetesSandbox) -> None:
@@ -370,6 +381,37 @@ async def test_reaper_deletes_expired_finished_and_failed_pods_only(
     left = sorted(name for (ns, name) in fake.pods if ns == namespace)
     assert left == ["pending", "running", "someone-elses"]
     assert await reap_namespace(namespace, kubeconfig) == []
+
+
+async def test_the_registry_cleans_up_through_the_backend(fake: FakeKube, kubeconfig: Path) -> None:
+    namespace = "registry-clean-up"
+    later = str(int((datetime.now(UTC) + timedelta(hours=1)).timestamp()))
+    ours = dict(pair.split("=") for pair in SELECTOR.split(","))
+    for name, phase, attempt in (("done", "Succeeded", "1"), ("a1", "Running", "1"),
+                                 ("a2", "Running", "2")):  # fmt: skip
+        labels = {**ours, EXPIRES: later, RUN_ID: "r1", ATTEMPT: attempt}
+        fake.add_pod(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+                "spec": {"containers": [{"name": "sandbox", "image": "x"}]},
+                "status": {"phase": phase},
+            }
+        )
+    options = SandboxOptions(kubeconfig=kubeconfig, k8s_namespace=namespace)
+
+    def left() -> list[str]:
+        return sorted(name for (ns, name) in fake.pods if ns == namespace)
+
+    # A local sandbox dies with its process: there is nothing of it to clean up.
+    await reap_sandboxes("local", options)
+    assert await delete_attempt_sandboxes("local", options, "r1", 1) == []
+    assert left() == ["a1", "a2", "done"]
+    await reap_sandboxes("kubernetes", options)
+    assert left() == ["a1", "a2"]
+    assert await delete_attempt_sandboxes("kubernetes", options, "r1", 1) == ["a1"]
+    assert left() == ["a2"]
 
 
 async def test_the_probe_pod_reaches_nothing(

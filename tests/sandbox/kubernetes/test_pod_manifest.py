@@ -11,16 +11,20 @@ import pytest
 import yaml
 
 from frognano.policy.models import EffectivePolicy
-from frognano.run.sandbox_policy import pod_options
+from frognano.run.sandbox_policy import sandbox_spec
 from frognano.sandbox.kubernetes.pod import (
+    ATTEMPT,
     EXPIRES,
     EXPIRY_MARGIN,
     RUN_ID,
     SELECTOR,
     PodOptions,
     label_value,
+    pod_options,
     sandbox_pod,
 )
+from frognano.sandbox.options import SandboxOptions, SandboxSpec
+from frognano.settings import Settings
 from tests.checkov import run_checkov, skips_for
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -159,7 +163,7 @@ def test_pod_options_follow_the_policy() -> None:
             "verify": {"timeout_seconds": 600},
         }
     )
-    options = pod_options(policy, run_id="r1")
+    options = sandbox_spec(policy, run_id="r1")
     assert (options.image, options.cpu, options.memory) == ("example.com/py:1", "3", "6Gi")
     assert (options.ephemeral_storage, options.runtime_class) == ("12Gi", "gvisor")
     # The agent's hour, two test runs and half an hour to spare.
@@ -170,3 +174,38 @@ def test_pod_options_follow_the_policy() -> None:
 def test_a_lifetime_must_be_positive() -> None:
     with pytest.raises(ValueError, match="lifetime"):
         PodOptions(lifetime_seconds=0)
+
+
+def test_the_pod_comes_from_the_spec_and_the_settings() -> None:
+    policy = EffectivePolicy.model_validate(
+        {"sandbox": {"image": "example.com/py:1", "cpu": "3", "runtime_class": "gvisor"}}
+    )
+    settings = Settings(
+        k8s_namespace="sbx",
+        k8s_seccomp_profile="profiles/frognano-sandbox.json",
+        k8s_pod_start_timeout_seconds=30,
+    )
+    spec = sandbox_spec(policy, run_id="r1", attempt=2)
+    options = SandboxOptions.from_settings(settings, spec=spec).for_purpose("verify-baseline")
+    assert pod_options(options) == PodOptions(
+        namespace="sbx",
+        image="example.com/py:1",
+        cpu="3",
+        memory=spec.memory,
+        ephemeral_storage=spec.ephemeral_storage,
+        runtime_class="gvisor",
+        run_id="r1",
+        purpose="verify-baseline",
+        lifetime_seconds=spec.lifetime_seconds,
+        start_timeout=30,
+        labels={ATTEMPT: "2"},
+        seccomp_profile="profiles/frognano-sandbox.json",
+    )
+    # Options made without settings or a spec give the pod PodOptions' own defaults.
+    assert pod_options(SandboxOptions()) == PodOptions()
+    assert options.for_purpose("network-check", run_id="").spec.run_id == ""
+
+
+def test_a_spec_lifetime_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="lifetime"):
+        SandboxSpec(lifetime_seconds=0)

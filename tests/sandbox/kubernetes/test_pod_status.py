@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from frognano.sandbox.kubernetes.pod import EXPIRES
+from frognano.sandbox.kubernetes.reaper import MAX_AGE, reap_reason
 from frognano.sandbox.kubernetes.state import pod_state
 from frognano.sandbox.netcheck import ProbeResult, cluster_probes, network_verdict
-from frognano.sandbox.reaper import MAX_AGE, reap_reason
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

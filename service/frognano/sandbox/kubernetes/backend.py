@@ -25,6 +25,7 @@ from frognano.errors import (
 )
 from frognano.log import get_logger
 from frognano.sandbox.base import RawResult, SandboxBase
+from frognano.sandbox.hostpaths import HostPaths
 from frognano.sandbox.kubernetes.api import KubeApi, KubeApiError, connect
 from frognano.sandbox.kubernetes.exec import (
     ExecOutcome,
@@ -33,9 +34,10 @@ from frognano.sandbox.kubernetes.exec import (
     open_stream,
     run_stream,
 )
-from frognano.sandbox.kubernetes.pod import CONTAINER, PodOptions, sandbox_pod
+from frognano.sandbox.kubernetes.pod import CONTAINER, PodOptions, pod_options, sandbox_pod
 from frognano.sandbox.kubernetes.state import pod_state
 from frognano.sandbox.options import SandboxLimits, SandboxOptions
+from frognano.sandbox.pyenv import PythonEnv
 
 log = get_logger(__name__)
 
@@ -128,18 +130,18 @@ class KubernetesSandbox(SandboxBase):
     @classmethod
     async def create(cls, options: SandboxOptions) -> KubernetesSandbox:
         """Create the pod and wait until it runs a first command; raise SandboxError if not."""
-        pod_options = options.pod or PodOptions()
+        wanted = pod_options(options)
         api = await connect(options.kubeconfig)
-        manifest = sandbox_pod(pod_options)
+        manifest = sandbox_pod(wanted)
         try:
-            pod = await api.create_pod(pod_options.namespace, manifest)
+            pod = await api.create_pod(wanted.namespace, manifest)
         except KubeApiError as exc:
             api.close()
-            raise _creation_error(exc, pod_options.namespace) from None
-        sandbox = cls(api, pod, pod_options, options.limits)
+            raise _creation_error(exc, wanted.namespace) from None
+        sandbox = cls(api, pod, wanted, options.limits)
         log.info("sandbox.pod_created", pod=sandbox.name, namespace=sandbox.namespace)
         try:
-            await sandbox._wait_ready(pod_options.start_timeout)
+            await sandbox._wait_ready(wanted.start_timeout)
             probe = await sandbox.exec("true", timeout=60)
         except BaseException:
             await sandbox.close()
@@ -149,9 +151,19 @@ class KubernetesSandbox(SandboxBase):
             raise SandboxStartError(
                 f"the sandbox pod {sandbox.name} could not run a first command "
                 f"(exit {probe.exit_code}): {probe.output.strip()[:500]}; check that the image "
-                f"{pod_options.image} has bash, GNU coreutils (timeout, head), setsid and tar"
+                f"{wanted.image} has bash, GNU coreutils (timeout, head), setsid and tar"
             )
         return sandbox
+
+    @property
+    def python_env(self) -> PythonEnv | None:
+        """None: the pod's image brings its own Python; nothing of this host is mounted."""
+        return None
+
+    @property
+    def host_paths(self) -> HostPaths | None:
+        """None: a pod shows no folder of this host."""
+        return None
 
     @property
     def api_server(self) -> str:

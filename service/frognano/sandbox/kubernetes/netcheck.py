@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from frognano.sandbox.kubernetes.backend import KubernetesSandbox
-from frognano.sandbox.kubernetes.pod import PodOptions
 from frognano.sandbox.netcheck import ProbeResult, check_network, cluster_probes
 from frognano.sandbox.options import SandboxOptions
 
@@ -26,8 +24,7 @@ async def check_pod_network(
     """Start a probe pod exactly like a sandbox and try the API server, cluster DNS (the
     resolver this process uses, which in a cluster is the cluster's), an outside address and
     the cloud metadata address from it; each result says whether it was blocked."""
-    pod = dataclasses.replace(options.pod or PodOptions(), purpose="network-check", run_id="")
-    options = dataclasses.replace(options, pod=pod)
+    options = options.for_purpose("network-check", run_id="")
     async with await KubernetesSandbox.create(options) as box:
         probes = cluster_probes(box.api_server, _resolv_conf(resolv_conf))
         return await check_network(box, probes, only_loopback=False)

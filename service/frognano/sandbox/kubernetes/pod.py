@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from frognano.sandbox.options import SandboxOptions
 from frognano.sandbox.paths import HOME, TMP, WORKSPACE
 
 CONTAINER = "sandbox"
@@ -54,6 +55,26 @@ class PodOptions:
     def __post_init__(self) -> None:
         if self.lifetime_seconds <= 0:
             raise ValueError("a sandbox pod's lifetime must be positive")
+
+
+def pod_options(options: SandboxOptions) -> PodOptions:
+    """The pod for a sandbox of `options`: the run's spec (image, resources, lifetime, run id,
+    purpose, attempt as a label) in the settings' namespace, seccomp profile and start timeout."""
+    spec = options.spec
+    return PodOptions(
+        namespace=options.k8s_namespace,
+        image=spec.image,
+        cpu=spec.cpu,
+        memory=spec.memory,
+        ephemeral_storage=spec.ephemeral_storage,
+        runtime_class=spec.runtime_class,
+        run_id=spec.run_id,
+        purpose=spec.purpose,
+        lifetime_seconds=spec.lifetime_seconds,
+        start_timeout=options.k8s_start_timeout,
+        labels={} if spec.attempt is None else {ATTEMPT: str(spec.attempt)},
+        seccomp_profile=options.k8s_seccomp_profile,
+    )
 
 
 def label_value(text: str) -> str:
