@@ -16,9 +16,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def host_server() -> Iterator[tuple[int, list[str]]]:
-    """A TCP server on the host's 127.0.0.1 that records every connection it accepts."""
+def host_server() -> Iterator[tuple[int, list[str], threading.Semaphore]]:
+    """A TCP server on the host's 127.0.0.1 that records every connection it accepts, and
+    releases the semaphore once per connection recorded."""
     accepted: list[str] = []
+    recorded = threading.Semaphore(0)
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -32,12 +34,13 @@ def host_server() -> Iterator[tuple[int, list[str]]]:
             except TimeoutError:
                 continue
             accepted.append(str(peer))
+            recorded.release()
             conn.close()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield server.getsockname()[1], accepted
+        yield server.getsockname()[1], accepted, recorded
     finally:
         stop.set()
         thread.join()
@@ -49,14 +52,17 @@ def _connect(host: str, port: int) -> str:
 
 
 async def test_host_loopback_server_unreachable(
-    sandbox: LocalSandbox, host_server: tuple[int, list[str]]
+    sandbox: LocalSandbox, host_server: tuple[int, list[str], threading.Semaphore]
 ) -> None:
-    port, accepted = host_server
+    port, accepted, recorded = host_server
     # The same probe from the host proves the server is up and the probe can succeed.
     probe = subprocess.run(
         ["bash", "-c", _connect("127.0.0.1", port)], capture_output=True, text=True, check=False
     )
     assert "CONNECTED" in probe.stdout
+    # The kernel completes the handshake before the server's accept(): wait until the
+    # host's own probe is recorded, or it could be recorded after the list is cleared.
+    assert recorded.acquire(timeout=30)
     accepted.clear()
 
     result = await sandbox.exec(_connect("127.0.0.1", port))
