@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -27,6 +27,7 @@ from frognano.app.decisions import (
 )
 from frognano.app.followups import FollowUpRequest
 from frognano.app.jobs import JobPayload, deserialize, from_job, serialize, to_job
+from frognano.app.jobschema import Schema
 from frognano.errors import FrogNanoError
 
 RECORDED = Path(__file__).parent / "data" / "job_payloads.txt"
@@ -308,3 +309,20 @@ def test_only_job_payloads_are_read() -> None:
     kind: Any = CancelRequest
     with pytest.raises(TypeError, match="CancelRequest is not a job payload"):
         from_job(kind, {})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Measured:
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Chosen:
+    kind: Literal["a", "b"]
+
+
+def test_a_field_without_a_json_form_is_refused_when_the_schema_is_made() -> None:
+    with pytest.raises(TypeError, match="no JSON form for <class 'float'>"):
+        Schema(_Measured, "a test")
+    with pytest.raises(TypeError, match="no JSON form for Literal"):
+        Schema(_Chosen, "a test")  # no default to read an unknown kind as
