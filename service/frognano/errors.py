@@ -20,7 +20,8 @@
 #   │   └── ModelResponseError the server refused the request (401, 404, ...) or answered
 #   │                          with something that is not a chat completion
 #   ├── MalformedJob           a job argument read from Redis is not what the queue writes;
-#   │                          defined in frognano.app.jobs; also a ValueError
+#   │                          defined in frognano.app.jobschema (jobs re-exports it);
+#   │                          also a ValueError
 #   └── GitHubError            GitHub refused a request or kept failing; defined with its
 #                              subclasses in frognano.github.errors (unavailable, rate limited,
 #                              auth, forbidden, not found, request error, branch conflict)

@@ -9,8 +9,7 @@ import pytest
 
 from frognano.app.decisions import CommandRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
 from frognano.app.followups import FollowUpRequest
-from frognano.app.jobfields import MalformedJob
-from frognano.app.jobs import deserialize, from_job, serialize, to_job
+from frognano.app.jobs import MalformedJob, deserialize, from_job, serialize, to_job
 
 RUN = RunRequest(IssueRef(100, "acme/calc", 42, 7), "d-1", "alice", "frognano", "T", "B", 5)
 REVIEW = ReviewGateCheck(100, "acme/calc", 42, 12, "b" * 40, "r-1")

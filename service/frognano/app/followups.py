@@ -14,7 +14,7 @@ from frognano.app import payload_fields as fields
 from frognano.app.commands import parse_command
 from frognano.app.webhooks import Delivery
 
-__all__ = ["FollowUpRequest", "Kind", "kind_of", "review_follow_up"]
+__all__ = ["FollowUpRequest", "Kind", "review_follow_up"]
 
 Kind = Literal["comment", "review", "review_comment"]
 
@@ -36,7 +36,8 @@ class FollowUpRequest:
     """The whole comment (or the review's body): the review to answer. Untrusted."""
     kind: Kind = "comment"
     """`review`: `comment_id` is a submitted review's id, whose line comments belong to it;
-    `review_comment`: the id of one line comment of a review."""
+    `review_comment`: the id of one line comment of a review. Stored: absent (queued before it
+    existed), null or a kind this worker does not know reads as a comment."""
 
     @property
     def reply_key(self) -> str:
@@ -44,13 +45,6 @@ class FollowUpRequest:
         request in the marker of the commit answering it (review.py)."""
         kind = self.kind.replace("_", "-")
         return str(self.comment_id) if self.kind == "comment" else f"{kind}-{self.comment_id}"
-
-
-def kind_of(value: str | None) -> Kind:
-    """A stored `kind`: absent (queued before it existed) or unknown reads as a comment."""
-    if value == "review":
-        return "review"
-    return "review_comment" if value == "review_comment" else "comment"
 
 
 def review_follow_up(

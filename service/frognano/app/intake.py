@@ -49,18 +49,14 @@
 # Job arguments are JSON (`serialize` / `deserialize` below, not arq's default pickle: whoever
 # can write to Redis could otherwise run code in the worker). The worker must pass
 # `job_serializer=serialize, job_deserializer=deserialize` to arq. Each job gets keyword
-# arguments only; `request` is the trigger dataclass as `jobs.to_job` writes it (the worker
-# reads it back with `jobs.from_job`):
+# arguments only; `request` is the trigger dataclass as `jobs.to_job` writes it, a JSON object
+# of its fields in their order (app/jobschema.py; the worker reads it back with `jobs.from_job`):
 #
-#     run_issue(ctx, *, run_id: str, request: RunRequest {issue: {installation_id, repo,
-#               repo_id, number}, delivery_id, labeller, label, title, body, labeller_id})
-#     command(ctx, *, request: CommandRequest {issue: {...}, delivery_id, commenter,
-#             commenter_id, comment_id, words, label, title, body})
-#     follow_up(ctx, *, request: FollowUpRequest {installation_id, repo, repo_id, pull_number,
-#               delivery_id, commenter, commenter_id, comment_id, body})
-#     review_gate(ctx, *, request: ReviewGateCheck {installation_id, repo, repo_id,
-#                 pull_number, head_sha, delivery_id, pusher})
-#     drop_tokens(ctx, *, request: DropTokens {installation_id, delivery_id})
+#     run_issue(ctx, *, run_id: str, request: RunRequest)
+#     command(ctx, *, request: CommandRequest)
+#     follow_up(ctx, *, request: FollowUpRequest)
+#     review_gate(ctx, *, request: ReviewGateCheck)
+#     drop_tokens(ctx, *, request: DropTokens)
 #
 # Job ids: `run:{repo_id}:{number}:{run_id}`, `command:{repo_id}:{number}:{delivery_id}`,
 # `followup:{repo_id}:{pull_number}:{delivery_id}`, `review:{repo_id}:{pull_number}:{delivery_id}`,
@@ -100,10 +96,7 @@ from frognano.app.intake_scripts import (
     PullLock,
 )
 from frognano.app.jobs import (
-    CommandJobData,
-    DropTokensJobData,
-    FollowUpJobData,
-    ReviewJobData,
+    JobData,
     Submission,
     Submittable,
     Waiting,
@@ -308,7 +301,7 @@ class IntakeQueue:
         body_digest: str | None,
         function: str,
         job_id: str,
-        request: CommandJobData | FollowUpJobData | ReviewJobData | DropTokensJobData,
+        request: JobData,
     ) -> Submission:
         now_ms = int(time.time() * 1000)
         job = serialize_job(function, (), {"request": request}, None, now_ms, serializer=serialize)

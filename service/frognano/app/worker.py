@@ -40,16 +40,7 @@ from frognano.app.intake import (
     RUN_JOB,
     IntakeQueue,
 )
-from frognano.app.jobs import (
-    CommandJobData,
-    DropTokensJobData,
-    FollowUpJobData,
-    ReviewJobData,
-    RunJobData,
-    deserialize,
-    from_job,
-    serialize,
-)
+from frognano.app.jobs import JobData, deserialize, from_job, serialize
 from frognano.app.ledger import Ledger
 from frognano.app.orphans import heartbeat, recover_orphans
 from frognano.app.review_gate import review_gate
@@ -99,7 +90,7 @@ class WorkerDeps(RunDeps):
 # -- the jobs, as arq calls them ----------------------------------------------------------------
 
 
-async def run_issue_job(ctx: dict[str, Any], *, run_id: str, request: RunJobData) -> str:
+async def run_issue_job(ctx: dict[str, Any], *, run_id: str, request: JobData) -> str:
     """arq job RUN_JOB: one run for one issue, beating while it runs. Returns how it ended."""
     deps: WorkerDeps = ctx["deps"]
     run = from_job(RunRequest, request)
@@ -107,13 +98,13 @@ async def run_issue_job(ctx: dict[str, Any], *, run_id: str, request: RunJobData
         return await run_issue(deps, run, run_id=run_id, attempt=int(ctx.get("job_try", 1)))
 
 
-async def command_job(ctx: dict[str, Any], *, request: CommandJobData) -> str:
+async def command_job(ctx: dict[str, Any], *, request: JobData) -> str:
     """arq job COMMAND_JOB: a `/frognano` comment, once its author's permission is checked."""
     deps: WorkerDeps = ctx["deps"]
     return await run_command(deps, from_job(CommandRequest, request))
 
 
-async def follow_up_job(ctx: dict[str, Any], *, request: FollowUpJobData) -> str:
+async def follow_up_job(ctx: dict[str, Any], *, request: JobData) -> str:
     """arq job FOLLOWUP_JOB: a command on one of the App's pull requests: one more commit."""
     deps: WorkerDeps = ctx["deps"]
     follow = from_job(FollowUpRequest, request)
@@ -122,13 +113,13 @@ async def follow_up_job(ctx: dict[str, Any], *, request: FollowUpJobData) -> str
         return await run_follow_up(deps, follow, job_id=job_id, attempt=attempt)
 
 
-async def review_gate_job(ctx: dict[str, Any], *, request: ReviewJobData) -> str:
+async def review_gate_job(ctx: dict[str, Any], *, request: JobData) -> str:
     """arq job REVIEW_JOB: decide the human-review check. Returns its conclusion."""
     deps: WorkerDeps = ctx["deps"]
     return await review_gate(deps.app, from_job(ReviewGateCheck, request), deps.ledger)
 
 
-async def drop_tokens_job(ctx: dict[str, Any], *, request: DropTokensJobData) -> int:
+async def drop_tokens_job(ctx: dict[str, Any], *, request: JobData) -> int:
     """arq job DROP_TOKENS_JOB: forget cached tokens of an installation (its permissions or
     repositories changed). Returns how many were dropped."""
     deps: WorkerDeps = ctx["deps"]
