@@ -15,6 +15,7 @@ from frognano.run.apply import AppliedFile
 from frognano.run.followup import FollowUp
 from frognano.run.job import SolveJob
 from frognano.run.pipeline import SolveOutcome, solve
+from frognano.run.ports import RunPorts
 from frognano.run.report import FollowUpRecord
 from frognano.settings import Settings
 from tests.agent.chat_template import render
@@ -63,7 +64,7 @@ async def follow_up(
             policy=policy or EffectivePolicy(),
             follow_up=FollowUp(head, REVIEW, round=2, head_exclude=(".git",)),
         )
-        outcome = await solve(Settings(model_base_url=server.base_url), job)
+        outcome = await solve(RunPorts.from_settings(Settings(model_base_url=server.base_url)), job)
         if requests is not None:
             requests.extend(server.requests)
         return outcome

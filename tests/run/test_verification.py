@@ -13,6 +13,7 @@ from frognano.policy.models import EffectivePolicy, VerifyPolicy
 from frognano.run.apply import AppliedFile
 from frognano.run.job import SolveJob
 from frognano.run.pipeline import SolveOutcome, solve
+from frognano.run.ports import RunPorts
 from frognano.run.report import ComparisonRecord, SuiteRunKey, SuiteRunRecord, VerificationRecord
 from frognano.settings import Settings
 from tests.fakes.model_server import ScriptedModelServer, Turn
@@ -94,7 +95,7 @@ async def run(
             repo="acme/calc",
             policy=policy or EffectivePolicy(),
         )
-        outcome = await solve(settings, job)
+        outcome = await solve(RunPorts.from_settings(settings), job)
         if requests is not None:
             requests.extend(server.requests)
         return outcome
@@ -302,7 +303,7 @@ async def test_a_tree_that_is_not_a_checkout(tmp_path: Path) -> None:
             exclude=(),
             policy=EffectivePolicy.model_validate({"gate": {"allow_symlinks": True}}),
         )
-        outcome = await solve(Settings(model_base_url=server.base_url), job)
+        outcome = await solve(RunPorts.from_settings(Settings(model_base_url=server.base_url)), job)
     assert outcome.patch_ready, outcome.reason
     by_path = {change.path: change for change in outcome.changes}
     assert by_path["link"] == AppliedFile("link", "120000", b"tests")

@@ -238,7 +238,7 @@ async def _run(
         max_steps = policy.agent.max_steps
         await status.say(Working(step=0, max_steps=max_steps, run_id=run_id))
         outcome = await solve(
-            deps.settings, job, on_progress=status.progress(max_steps), on_stage=status.stage
+            deps.ports(), job, on_progress=status.progress(max_steps), on_stage=status.stage
         )
     if not outcome.patch_ready or outcome.follow_up is None or not outcome.follow_up.increment:
         await status.say(FollowUpNoCommit(url=pull.html_url, why=outcome.report, run_id=run_id))

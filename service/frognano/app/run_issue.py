@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -52,6 +52,7 @@ from frognano.run.baselines import RedisCache
 from frognano.run.job import SolveJob
 from frognano.run.leftout import LeftOutLink
 from frognano.run.pipeline import SolveOutcome, solve
+from frognano.run.ports import RunPorts
 from frognano.settings import Settings
 
 __all__ = ["RUN_MAX_TRIES", "RunDeps", "run_issue"]
@@ -76,6 +77,12 @@ class RunDeps:
     busy_retry_seconds: float
     """How long a run that found the sandbox quota full waits, times its attempt number,
     before it tries again (at most RUN_MAX_TRIES attempts in all)."""
+    make_ports: Callable[[Settings], RunPorts] = RunPorts.from_settings
+    """How a run reaches the model and makes sandboxes, from the settings as they are when
+    the run starts (the composition root's choice)."""
+
+    def ports(self) -> RunPorts:
+        return self.make_ports(self.settings)
 
 
 async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt: int) -> str:
@@ -274,7 +281,7 @@ async def _pipeline(
     return await cancellable(
         deps.queue,
         run.run_id,
-        lambda progress: solve(deps.settings, job, on_progress=progress, on_stage=status.stage),
+        lambda progress: solve(deps.ports(), job, on_progress=progress, on_stage=status.stage),
         status.progress(max_steps),
     )
 

@@ -50,6 +50,7 @@ from frognano.github.auth import GitHubApp
 from frognano.github.retry import Transport
 from frognano.log import get_logger
 from frognano.policy.store import PolicyStore
+from frognano.run.ports import RunPorts
 from frognano.sandbox.options import SandboxOptions
 from frognano.sandbox.registry import reap_sandboxes
 from frognano.settings import Settings
@@ -301,6 +302,7 @@ def build_worker(
     )
     deps = WorkerDeps(
         settings=settings,
+        make_ports=RunPorts.from_settings,
         app=app,
         policies=policies,
         queue=queue,

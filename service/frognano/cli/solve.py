@@ -181,6 +181,7 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     from frognano.cli.progress import LiveProgress  # noqa: PLC0415
     from frognano.run.job import SolveJob  # noqa: PLC0415
     from frognano.run.pipeline import solve  # noqa: PLC0415
+    from frognano.run.ports import RunPorts, fixed_model  # noqa: PLC0415
     from frognano.run.runid import new_run_id  # noqa: PLC0415
 
     settings = _settings(ctx)
@@ -243,13 +244,15 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
             soft_wrap=True,
         )
 
+    ports = RunPorts.from_settings(settings)
+    if played is not None:
+        ports = RunPorts(fixed_model(played), ports.sandboxes)
+
     async def go() -> SolveOutcome:
         if live is None:
-            return await solve(settings, job, model=played)
+            return await solve(ports, job)
         with live:
-            return await solve(
-                settings, job, model=played, on_progress=live.update, on_stage=live.stage
-            )
+            return await solve(ports, job, on_progress=live.update, on_stage=live.stage)
 
     _report_outcome(_run(go()), err, expect_patch)
 

@@ -11,10 +11,8 @@ from pathlib import Path
 
 from frognano import __version__
 from frognano.agent.loop import AgentLimits, AgentLoop, ChatModel, Progress, StopReason
-from frognano.agent.model import ModelClient
 from frognano.agent.request import SamplingConfig
 from frognano.agent.tools.box import ToolBox
-from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.trajectory import TrajectoryWriter
 from frognano.errors import ConfigError, FrogNanoError, ModelError, SandboxUnavailable
 from frognano.log import get_logger
@@ -30,6 +28,7 @@ from frognano.run.job import RunState, SolveJob
 from frognano.run.leftout import with_left_out
 from frognano.run.outcomes import Role
 from frognano.run.plan import make_plan
+from frognano.run.ports import RunPorts, SandboxFactory
 from frognano.run.report import RunReport, RunStage
 from frognano.run.reports import build_report, write_reports
 from frognano.run.sandbox_policy import sandbox_spec
@@ -37,10 +36,9 @@ from frognano.run.trees import HostTree
 from frognano.run.variants import Variant, variant_for
 from frognano.run.verification import verify
 from frognano.run.workspace import Patch, collect_patch, env_in_tree, prepare, upload_excludes
-from frognano.sandbox import SandboxLimits, SandboxOptions, create_sandbox
+from frognano.sandbox import SandboxLimits, SandboxOptions
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.hostpaths import host_paths_of
-from frognano.settings import Settings
 
 log = get_logger(__name__)
 
@@ -79,10 +77,9 @@ def limits_for(agent: AgentPolicy) -> tuple[AgentLimits, SamplingConfig]:
 
 
 async def solve(
-    settings: Settings,
+    ports: RunPorts,
     job: SolveJob,
     *,
-    model: ChatModel | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> SolveOutcome:
@@ -90,7 +87,8 @@ async def solve(
     report.json, report.md and trajectory.jsonl to `job.out_dir`. Cancellation still writes
     the reports, then propagates.
 
-    `model` replaces the OpenAI-compatible client built from the settings (benchmarks).
+    `ports` are how the run reaches the model and makes sandboxes: its composition root's
+    (`frognano solve`, the worker, a test) choice, built from the settings or not.
     """
     if not job.policy.enabled:
         raise ConfigError(
@@ -104,9 +102,8 @@ async def solve(
     stage = on_stage or (lambda _name: None)
     bound = log.bind(run_id=job.run_id, repo=job.repo)
     _, sampling = limits_for(job.policy.agent)
-    client: ModelClient | None = None
-    options = SandboxOptions.from_settings(
-        settings,
+    sandboxes = ports.sandboxes
+    options = sandboxes.options(
         repo_venv=repo_dir / ".venv" if job.repo_venv else None,
         python_env=job.python_env,
         limits=SandboxLimits(
@@ -118,23 +115,16 @@ async def solve(
     options = dataclasses.replace(
         options, tool_files=((f"{COLLECTOR_MODULE}.py", collector_source()),)
     )
+    model = ports.model(sampling)
     try:
-        if model is None:
-            client = ModelClient(
-                base_url=settings.model_base_url,
-                model=settings.model_name,
-                api_key=_secret(settings),
-                tools_json=TOOLS_JSON,
-                tool_definitions=TOOL_DEFINITIONS,
-                sampling=sampling,
-            )
+        if model.base_url is not None:
             stage("checking the model server")
-            await client.check(wait=job.wait_for_model)
-            model = client
+            await model.check(wait=job.wait_for_model)
         await _work(
             run,
             variant,
             model,
+            sandboxes,
             options=options,
             excludes=excludes,
             stage=stage,
@@ -149,8 +139,7 @@ async def solve(
     except (ModelError, FrogNanoError) as exc:
         run.error = str(exc)
     finally:
-        if client is not None:
-            await client.aclose()
+        await model.aclose()
     outcome = _finish(run, variant)
     bound.info("solve.finished", patch_ready=outcome.patch_ready, reason=outcome.reason)
     return outcome
@@ -160,6 +149,7 @@ async def _work(
     run: RunState,
     variant: Variant,
     model: ChatModel,
+    sandboxes: SandboxFactory,
     *,
     options: SandboxOptions,
     excludes: list[str],
@@ -170,7 +160,7 @@ async def _work(
     job = run.job
     repo_dir = job.repo_dir.resolve()
     stage("starting the sandbox")
-    async with await create_sandbox(job.backend, options) as box:
+    async with await sandboxes.create(job.backend, options) as box:
         run.mechanism = box.mechanism
         run.host_paths = host_paths_of(box)
         exclude = excludes + env_in_tree(box, repo_dir)
@@ -194,13 +184,14 @@ async def _work(
                 await variant.collect(box)
     if run.patch is None or run.patch.empty or variant.unchanged():
         return
-    await _check_and_verify(run, variant, run.patch, options, exclude, stage)
+    await _check_and_verify(run, variant, run.patch, sandboxes, options, exclude, stage)
 
 
 async def _check_and_verify(  # noqa: PLR0917 - the run, its kind, then its parts
     run: RunState,
     variant: Variant,
     patch: Patch,
+    sandboxes: SandboxFactory,
     options: SandboxOptions,
     exclude: list[str],
     stage: Callable[[str], None],
@@ -230,7 +221,7 @@ async def _check_and_verify(  # noqa: PLR0917 - the run, its kind, then its part
 
     async def sandbox_for(role: Role) -> Sandbox:
         purpose = "verify-" + role.replace("_", "-")
-        return await create_sandbox(job.backend, options.for_purpose(purpose))
+        return await sandboxes.create(job.backend, options.for_purpose(purpose))
 
     identity = job.backend + (f" {job.policy.sandbox.image}" if job.backend != "local" else "")
     with _timed(run, "verify"):
@@ -342,8 +333,3 @@ def _prepare_out_dir(out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the output folder {out_dir}: {exc.strerror}") from exc
-
-
-def _secret(settings: Settings) -> str | None:
-    key = settings.model_api_key
-    return key.get_secret_value() if key is not None else None
