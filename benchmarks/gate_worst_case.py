@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from frognano.policy.gate import TreeFacts, run_gate
+from frognano.policy.gate.check import TreeFacts, run_gate
+from frognano.policy.gate.scan import MAX_SCANNED_CHARS
 from frognano.policy.models import GatePolicy
-from frognano.policy.scan import MAX_SCANNED_CHARS
 
 _RANDOM = random.Random(0)  # noqa: S311 - test data, not cryptography
 

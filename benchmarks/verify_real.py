@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from frognano.policy.diff import parse_diff
+from frognano.policy.gate.diff import parse_diff
 from frognano.policy.models import EffectivePolicy, VerifyPolicy, quantity_bytes
 from frognano.run.apply import apply_diff
 from frognano.run.baselines import BaselineCache, FileCache

@@ -174,6 +174,52 @@ def test_the_backend_rule_catches_a_planted_import(tmp_path: Path) -> None:
     ]
 
 
+# Packages that must not reach what others own, beyond the package rules above: the gate reads
+# the policy's models and paths, never the configuration's files (loading, merging, reloading).
+INNER_FORBIDDEN = {
+    "frognano.policy.gate": (
+        "frognano.policy.loader",
+        "frognano.policy.store",
+        "frognano.policy.merge",
+        "frognano.policy.fileformat",
+        "frognano.policy.issues",
+    ),
+}
+
+
+def _inner_leaks(modules: dict[str, Path]) -> list[str]:
+    found: dict[tuple[str, int], str] = {}  # one per statement: the module it imports from
+    for name, path in modules.items():
+        for package, forbidden in INNER_FORBIDDEN.items():
+            if not _inside(name, package):
+                continue
+            for line, target in _imports(path):
+                if any(_inside(target, f) for f in forbidden):
+                    found.setdefault((name, line), target)
+    return [f"{name}:{line} imports {target}" for (name, line), target in found.items()]
+
+
+def test_inner_packages_keep_to_their_side() -> None:
+    assert not _inner_leaks(MODULES)
+
+
+def test_the_inner_rules_catch_a_planted_import(tmp_path: Path) -> None:
+    planted = {
+        "frognano.policy.gate.check": "from frognano.policy.loader import load_policies\n",
+        "frognano.policy.gate.python.code": "def f() -> None:\n    import frognano.policy.store\n",
+        "frognano.policy.gate.scan": "from frognano.policy.models import GatePolicy\n",
+        "frognano.run.pipeline": "from frognano.policy.loader import load_policies\n",
+    }
+    modules = {}
+    for name, text in planted.items():
+        modules[name] = tmp_path / f"{name}.py"
+        modules[name].write_text(text, encoding="utf-8")
+    assert _inner_leaks(modules) == [
+        "frognano.policy.gate.check:1 imports frognano.policy.loader",
+        "frognano.policy.gate.python.code:2 imports frognano.policy.store",
+    ]
+
+
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}

@@ -33,7 +33,7 @@ from frognano.github.auth import PUBLISH, GitHubApp
 from frognano.github.client import RepoClient
 from frognano.github.errors import BranchConflict
 from frognano.github.models import BODY_LIMIT, CHECK_TEXT_LIMIT, FileChange
-from frognano.policy.findings import Severity
+from frognano.policy.gate.findings import Severity
 from frognano.policy.models import PublishPolicy
 from frognano.run.outcomes import Role
 from frognano.run.report import (

@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from frognano.policy.automation import workflow_runners
-from frognano.policy.gate import TreeFacts
+from frognano.policy.gate.automation import workflow_runners
+from frognano.policy.gate.check import TreeFacts
 
 DIFF_FLAGS = ("--cached", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
 _ENV = {

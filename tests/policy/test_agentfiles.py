@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy.agentfiles import (
+from frognano.policy.gate.agentfiles import (
     BUILT_IN,
     agent_file_reason,
     imports,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy.automation import runs, script_paths, workflow_runners, workflow_scripts
+from frognano.policy.gate.automation import runs, script_paths, workflow_runners, workflow_scripts
 from tests.policy.test_automation import workflow
 
 CI = ".github/workflows/ci.yml"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from frognano.policy.diff import NO_NEWLINE, FileChange, Hunk, HunkLine, parse_diff
-from frognano.policy.gitbinary import apply_delta
+from frognano.policy.gate.diff import NO_NEWLINE, FileChange, Hunk, HunkLine, parse_diff
+from frognano.policy.gate.gitbinary import apply_delta
 from tests.policy.gitrepo import GitRepo
 
 

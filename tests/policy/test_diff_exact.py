@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from frognano.policy.diff import Hunk, HunkLine, parse_diff
-from frognano.policy.gitquote import header_path, side_path
+from frognano.policy.gate.diff import Hunk, HunkLine, parse_diff
+from frognano.policy.gate.gitquote import header_path, side_path
 from tests.policy.test_diff_malformed import GOOD, NL, TWO
 
 # GOOD: 1 diff --git, 2 index, 3 ---, 4 +++, 5 @@ -1 +1 @@, 6 -a, 7 +b

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from frognano.policy.diff import NO_NEWLINE, FileChange, parse_diff
-from frognano.policy.gate import TreeFacts, run_gate
+from frognano.policy.gate.check import TreeFacts, run_gate
+from frognano.policy.gate.diff import NO_NEWLINE, FileChange, parse_diff
 from frognano.policy.models import GatePolicy
 from frognano.run.apply import MemoryTree, PatchError, apply_diff, blob_id
 from tests.policy.gitrepo import GitRepo
@@ -194,7 +194,7 @@ def test_malformed_input_raises_a_plain_value_error(diff: bytes, message: str) -
 
 def test_binary_blocks_share_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     # 100 MiB of zeros deflates to 100 kB, so a few such blocks could ask for gigabytes.
-    monkeypatch.setattr("frognano.policy.diff.MAX_INFLATED_TOTAL", len(DATA) * 2 + 10)
+    monkeypatch.setattr("frognano.policy.gate.diff.MAX_INFLATED_TOTAL", len(DATA) * 2 + 10)
     parse_diff(BIN + BIN.replace(b"a/b b/b", b"a/c b/c"))
     third = 2 * BIN.count(b"\n") + BIN.split(b"\n").index(b"literal 768") + 1
     with pytest.raises(ValueError, match=f"line {third}: the diff's binary blocks add up to more"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy.findings import Finding, count_lines, display
+from frognano.policy.gate.findings import Finding, count_lines, display
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from frognano.policy import gate as gate_module
-from frognano.policy import scan
-from frognano.policy.gate import Finding, TreeFacts, blocked, run_gate
+from frognano.policy.gate import check as gate_module
+from frognano.policy.gate import scan
+from frognano.policy.gate.check import Finding, TreeFacts, blocked, run_gate
 from frognano.policy.models import GatePolicy
 from tests.policy.fakes import AWS_KEY
 from tests.policy.gitrepo import GitRepo

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from frognano.policy.gate import Finding, TreeFacts, run_gate
+from frognano.policy.gate.check import Finding, TreeFacts, run_gate
 from frognano.policy.issues import PolicyError
 from frognano.policy.loader import load_policies
 from frognano.policy.models import GatePolicy

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from frognano.policy.gate import Finding, TreeFacts, run_gate
+from frognano.policy.gate.check import Finding, TreeFacts, run_gate
 from frognano.policy.models import GatePolicy
 from tests.policy.gitrepo import GitRepo, new_files
 

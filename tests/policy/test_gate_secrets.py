@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from frognano.policy.gate import Finding, run_gate
+from frognano.policy.gate.check import Finding, run_gate
 from frognano.policy.models import GatePolicy
 from tests.policy.fakes import (
     API_KEY,

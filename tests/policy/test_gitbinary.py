@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy.gitbinary import MAX_BINARY_SIZE, apply_delta, check_delta
+from frognano.policy.gate.gitbinary import MAX_BINARY_SIZE, apply_delta, check_delta
 
 
 def varint(value: int) -> bytes:

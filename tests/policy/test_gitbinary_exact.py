@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from frognano.policy.gitbinary import (
+from frognano.policy.gate.gitbinary import (
     MAX_BINARY_SIZE,
     MAX_INFLATED_TOTAL,
     BinaryPatch,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy.harness import Change, HarnessHit, HarnessRule, harness_changes
-from frognano.policy.harness_plugins import plugin_name
+from frognano.policy.gate.harness.files import Change, HarnessHit, HarnessRule, harness_changes
+from frognano.policy.gate.harness.plugins import plugin_name
 
 PYTEST = "python -m pytest -q"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy import harness_argv as argv
-from frognano.policy.harness_argv import OptionSpec, parse_options
+from frognano.policy.gate.harness import argv
+from frognano.policy.gate.harness.argv import OptionSpec, parse_options
 
 SPEC = OptionSpec(short_values="cp", long_values=frozenset({"--conf"}))
 WRAPPER = OptionSpec(short_values="s", stop_at_operand=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy.harness import harness_changes
-from frognano.policy.harness_command import MAX_DEPTH, command_targets, simple_commands
+from frognano.policy.gate.harness.command import MAX_DEPTH, command_targets, simple_commands
+from frognano.policy.gate.harness.files import harness_changes
 
 
 def command_hit(command: str, path: str, *, added: bool = False) -> str | None:

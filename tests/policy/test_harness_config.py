@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy.harness import harness_changes
+from frognano.policy.gate.harness.files import harness_changes
 
 PYTEST = "python -m pytest -q"
 PROJECT = '[project]\nname = "app"\ndependencies = ["attrs"]\n'

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy import pyrules as rules
-from frognano.policy.pycode import PyAnalysis, PyHit, PyString, analyse, analyse_added
+from frognano.policy.gate.python import rules
+from frognano.policy.gate.python.code import PyAnalysis, PyHit, PyString, analyse, analyse_added
 
 
 def analysed(source: str) -> PyAnalysis:

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from frognano.policy.pyconst import (
+from frognano.policy.gate.python.const import (
     MAX_DEPTH,
     MAX_LENGTH,
     Const,

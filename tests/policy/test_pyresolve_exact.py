@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
-from frognano.policy import pyrules
-from frognano.policy.pyconst import Folder, nodes_by_type
-from frognano.policy.pyresolve import MAX_DEPTH, MAX_TARGETS, Resolver
+from frognano.policy.gate.python import rules as pyrules
+from frognano.policy.gate.python.const import Folder, nodes_by_type
+from frognano.policy.gate.python.resolve import MAX_DEPTH, MAX_TARGETS, Resolver
 
 
 def resolve(source: str, depth: int | None = None) -> set[str]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from frognano.policy import pyrules, scan
-from frognano.policy.findings import Finding
+from frognano.policy.gate import scan
+from frognano.policy.gate.findings import Finding
+from frognano.policy.gate.python import rules as pyrules
 from tests.policy.fakes import GITHUB_TOKEN
 from tests.policy.test_gate_python import findings_for
 

@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from frognano.policy import secrets
-from frognano.policy.secrets import SecretHit, redact, scan_file, scrub
+from frognano.policy.gate import secrets
+from frognano.policy.gate.secrets import SecretHit, redact, scan_file, scrub
 from tests.policy.fakes import GITHUB_TOKEN
 
 R = "[REDACTED]"

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from frognano.policy import textcode
-from frognano.policy.textcode import hidden_text_hits, option_label, text_hits
+from frognano.policy.gate import textcode
+from frognano.policy.gate.textcode import hidden_text_hits, option_label, text_hits
 
 OPTIONS = (
     "pytest options or settings that leave tests out (--deselect, -p no:, --ignore, "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from frognano.policy.diff import NO_NEWLINE, BinaryPatch, FileChange, parse_diff
+from frognano.policy.gate.diff import NO_NEWLINE, BinaryPatch, FileChange, parse_diff
 from frognano.run.apply import (
     AppliedFile,
     BaseEntry,

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from frognano.policy.diff import parse_diff
+from frognano.policy.gate.diff import parse_diff
 from frognano.run.apply import AppliedFile, MemoryTree, apply_diff
 from tests.policy.gitrepo import GitRepo
 

@@ -6,7 +6,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from frognano.policy.diff import NO_NEWLINE, BinaryPatch, FileChange, Hunk, HunkLine, parse_diff
+from frognano.policy.gate.diff import (
+    NO_NEWLINE,
+    BinaryPatch,
+    FileChange,
+    Hunk,
+    HunkLine,
+    parse_diff,
+)
 from frognano.run.apply import (
     AppliedFile,
     BaseEntry,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from frognano.policy.findings import Finding, TreeFacts
+from frognano.policy.gate.findings import Finding, TreeFacts
 from frognano.policy.models import EffectivePolicy, VerifyPolicy
 from frognano.run.apply import AppliedFile
 from frognano.run.gatecheck import (

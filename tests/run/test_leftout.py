@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from frognano.policy.findings import Finding
+from frognano.policy.gate.findings import Finding
 from frognano.run.apply import AppliedFile
 from frognano.run.leftout import KIND, LeftOutLink, left_out_findings, link_above, with_left_out
 

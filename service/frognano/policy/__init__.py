@@ -1,1 +1,1 @@
-"""Admin policy: its models, the loader with hot reload, and the diff gate."""
+"""Admin policy: its models, the loader with hot reload, and (gate/) the diff gate."""

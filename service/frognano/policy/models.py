@@ -149,7 +149,7 @@ class AgentPolicy(_Section):
     )
     """Globs, matched at any depth and in any letter case, of more files coding agents read as
     instructions or configuration, protected like `instructions_files` and FrogNano's built-in
-    list of other tools' agent files (policy/agentfiles.py), which no policy can shorten."""
+    list of other tools' agent files (policy/gate/agentfiles.py), which no policy can shorten."""
     on_instructions_change: OnInstructionsChange = "revert"
     """A patch that adds, changes or deletes an agent file: `revert` puts it back to the base
     (an added one is not created) for verification and leaves it out of the pull request, with

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from frognano.policy.diff import FileChange, Hunk, HunkLine
-from frognano.policy.gitbinary import apply_delta
+from frognano.policy.gate.diff import FileChange, Hunk, HunkLine
+from frognano.policy.gate.gitbinary import apply_delta
 
 __all__ = [
     "AppliedFile",

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frognano.agent.followup import FollowUpPrompt, Review
-from frognano.policy.findings import Finding
-from frognano.policy.gate import run_gate
+from frognano.policy.gate.check import run_gate
+from frognano.policy.gate.findings import Finding
 from frognano.policy.models import EffectivePolicy
 from frognano.run.apply import AppliedFile
 from frognano.run.gatecheck import tree_facts

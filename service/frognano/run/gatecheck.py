@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frognano.policy.automation import workflow_runners
-from frognano.policy.findings import display
-from frognano.policy.gate import Finding, TreeFacts, run_gate
+from frognano.policy.gate.automation import workflow_runners
+from frognano.policy.gate.check import Finding, TreeFacts, run_gate
+from frognano.policy.gate.findings import display
 from frognano.policy.models import EffectivePolicy, OnInstructionsChange
 from frognano.run.apply import AppliedFile
 from frognano.run.plan import Plan, Protected

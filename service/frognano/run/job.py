@@ -9,7 +9,7 @@ from pathlib import Path
 
 from frognano.agent.loop_types import AgentResult
 from frognano.agent.untrusted import Hidden
-from frognano.policy.findings import Finding
+from frognano.policy.gate.findings import Finding
 from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
 from frognano.run.followup import FollowUp

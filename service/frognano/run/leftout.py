@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from frognano.policy.findings import Finding, display
+from frognano.policy.gate.findings import Finding, display
 from frognano.run.apply import AppliedFile
 from frognano.run.report import LeftOutLinkRecord
 

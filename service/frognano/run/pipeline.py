@@ -16,8 +16,8 @@ from frognano.agent.tools.box import ToolBox
 from frognano.agent.trajectory import TrajectoryWriter
 from frognano.errors import ConfigError, FrogNanoError, ModelError, SandboxUnavailable
 from frognano.log import get_logger
-from frognano.policy.diff import parse_diff
-from frognano.policy.gate import Finding
+from frognano.policy.gate.check import Finding
+from frognano.policy.gate.diff import parse_diff
 from frognano.policy.models import AgentPolicy, quantity_bytes
 from frognano.run.apply import AppliedFile, apply_diff
 from frognano.run.collector import COLLECTOR_MODULE, collector_source

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from frognano.policy.agentfiles import (
+from frognano.policy.gate.agentfiles import (
     IMPORTING,
     MAX_IMPORT_DEPTH,
     agent_file_reason,
@@ -15,18 +15,18 @@ from frognano.policy.agentfiles import (
     link_target,
     linked_names,
 )
-from frognano.policy.findings import display
-from frognano.policy.harness import harness_changes
+from frognano.policy.gate.findings import display
+from frognano.policy.gate.harness.files import harness_changes
 from frognano.policy.models import AgentPolicy, EffectivePolicy
 from frognano.policy.paths import path_matches_anywhere
 from frognano.run.apply import AppliedFile, BaseTree
 from frognano.run.trees import Overlay, overlay
 
 Rule = Literal["harness", "test_file", "agent_file"]
-"""`harness`: it decides how tests run (config, conftest, plugins; policy/harness.py);
+"""`harness`: it decides how tests run (config, conftest, plugins; policy/gate/harness/files.py);
 `test_file`: it matches `verify.protected_paths`; `agent_file`: coding agents read it as
 instructions or configuration (`agent.instructions_files`, `agent.protected_files` and
-policy/agentfiles.py)."""
+policy/gate/agentfiles.py)."""
 
 
 @dataclass(frozen=True)

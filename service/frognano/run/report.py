@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from frognano.policy.findings import Severity
+from frognano.policy.gate.findings import Severity
 from frognano.policy.models import Require
 from frognano.run.collected import Outcome
 from frognano.run.outcomes import Role

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from frognano import __version__
-from frognano.policy.findings import Finding
+from frognano.policy.gate.findings import Finding
 from frognano.run.evidence import Comparison
 from frognano.run.inputs import hidden_md, hidden_records, left_out_md
 from frognano.run.instructions import instructions_line

@@ -8,8 +8,8 @@ from typing import Protocol
 
 from frognano.agent.followup import FollowUpPrompt
 from frognano.log import get_logger
-from frognano.policy.diff import parse_diff
-from frognano.policy.findings import Finding
+from frognano.policy.gate.diff import parse_diff
+from frognano.policy.gate.findings import Finding
 from frognano.run.apply import AppliedFile, apply_diff
 from frognano.run.followup import (
     FollowUp,

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from frognano.policy.gitbinary import MAX_INFLATED_TOTAL, BinaryPatch, parse_binary_patch
-from frognano.policy.gitquote import header_path, side_path
+from frognano.policy.gate.gitbinary import MAX_INFLATED_TOTAL, BinaryPatch, parse_binary_patch
+from frognano.policy.gate.gitquote import header_path, side_path
 
 __all__ = ["NO_NEWLINE", "BinaryPatch", "FileChange", "Hunk", "HunkLine", "Status", "parse_diff"]
 

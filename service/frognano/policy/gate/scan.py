@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from frognano.policy import pycode, secrets, textcode
-from frognano.policy.diff import FileChange
-from frognano.policy.findings import (
+from frognano.policy.gate import secrets, textcode
+from frognano.policy.gate.diff import FileChange
+from frognano.policy.gate.findings import (
     SUBMODULE,
     SYMLINK,
     Finding,
@@ -16,8 +16,9 @@ from frognano.policy.findings import (
     count_lines,
     display,
 )
+from frognano.policy.gate.python import code as pycode
+from frognano.policy.gate.python.rules import ENCODING, TAMPERING
 from frognano.policy.models import GatePolicy
-from frognano.policy.pyrules import ENCODING, TAMPERING
 
 MAX_SCANNED_CHARS = 24_000_000
 """Characters scanned in all: the added text, plus the whole new text of each Python file, which

@@ -6,12 +6,12 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frognano.policy import pyrules as rules
-from frognano.policy import pysource
-from frognano.policy.pyconst import Const, Folder, nodes_by_type, pieces
-from frognano.policy.pyresolve import Resolver
-from frognano.policy.pysource import header_span, leaves, touches, with_decorators
-from frognano.policy.textcode import OPTIONS, option_label
+from frognano.policy.gate.python import rules
+from frognano.policy.gate.python import source as pysource
+from frognano.policy.gate.python.const import Const, Folder, nodes_by_type, pieces
+from frognano.policy.gate.python.resolve import Resolver
+from frognano.policy.gate.python.source import header_span, leaves, touches, with_decorators
+from frognano.policy.gate.textcode import OPTIONS, option_label
 
 # Expressions that may fold to a string (a bare name only stands for one defined elsewhere).
 _STRINGS = frozenset({ast.Constant, ast.JoinedStr, ast.BinOp, ast.Subscript, ast.Call})

@@ -8,9 +8,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
-from frognano.policy.harness_command import CommandTargets, command_targets
-from frognano.policy.harness_config import config_reason
-from frognano.policy.harness_plugins import plugin_name
+from frognano.policy.gate.harness.command import CommandTargets, command_targets
+from frognano.policy.gate.harness.config import config_reason
+from frognano.policy.gate.harness.plugins import plugin_name
 from frognano.policy.paths import path_matches
 
 HarnessRule = Literal["harness_file", "config_section", "command_file", "test_plugin"]

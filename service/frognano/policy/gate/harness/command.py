@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from frognano.policy import harness_argv as argv
+from frognano.policy.gate.harness import argv
 from frognano.policy.paths import check_glob
 
 WORKSPACE = "/workspace"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 
-from frognano.policy.pyconst import Folder, Nodes, of_type
+from frognano.policy.gate.python.const import Folder, Nodes, of_type
 
 EMPTY: frozenset[str] = frozenset()
 MAX_TARGETS = 16

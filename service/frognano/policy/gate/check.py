@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from frognano.policy import automation, credentials, scan, secrets
-from frognano.policy.diff import FileChange, parse_diff
-from frognano.policy.findings import (
+from frognano.policy.gate import automation, credentials, scan, secrets
+from frognano.policy.gate.diff import FileChange, parse_diff
+from frognano.policy.gate.findings import (
     EXECUTABLE,
     SUBMODULE,
     SYMLINK,

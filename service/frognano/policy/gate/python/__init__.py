@@ -1,0 +1,1 @@
+"""Python source read by the gate: parsing, constants, names, test-weakening rules."""
