@@ -15,11 +15,15 @@ from frognano.app.markdown import (
     fence,
     fit,
     md,
+    mention,
     neutralise,
+    own_link,
     quote,
     single_line,
 )
+from frognano.app.review import Excluded, evaluate
 from frognano.app.texts import pull_request_body, pull_request_title, verification_check
+from frognano.github.models import Review
 from frognano.run.report import RunReport
 from tests.app.test_publish import (
     MARKER,
@@ -30,7 +34,7 @@ from tests.app.test_publish import (
     suite_of,
     verification_of,
 )
-from tests.gfm import ATTACKS, live
+from tests.gfm import ATTACKS, live, render
 
 NAMES = list(ATTACKS)
 FLOOD = "\n".join(ATTACKS.values())
@@ -91,9 +95,9 @@ def test_the_floods_render_nothing_live() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_neutralising_is_idempotent(name: str) -> None:
-    for render in (md, neutralise, single_line):
-        once = render(ATTACKS[name])
-        assert render(once) == once, render.__name__
+    for inert in (md, neutralise, single_line):
+        once = inert(ATTACKS[name])
+        assert inert(once) == once, inert.__name__
 
 
 def test_cutting_to_fit_never_makes_text_live() -> None:
@@ -197,6 +201,37 @@ def test_the_status_comment_renders_nothing_live() -> None:
         own = ["#12"] if isinstance(stage, status.Published) else []
         raw = 1 + (2 if "<sub>" in body else 0)  # the marker, and `<sub>` around the run id
         assert live(body, own=own, hrefs=hrefs, html=raw) == [], type(stage).__name__
+        if hrefs:  # FrogNano's own link to its pull request still works
+            assert f'<a href="{PR_URL}">' in render(body)
+
+
+def test_frognanos_own_links_and_mentions_stay_live_and_nothing_else_does() -> None:
+    story = f"{PR_URL}/checks?check_run_id=5"
+    text = status.FollowUpCommitted(url=PR_URL, sha="a" * 40, round=2, story_url=story).text()
+    assert f'<a href="{story}">the verification check</a>' in render(text)
+    assert own_link(PR_URL) == PR_URL
+    # Only GitHub's own answers are passed (html_url); anything but a plain https URL shows.
+    for hostile in (*ATTACKS.values(), "https://x.example/a)[b](https://evil.example"):
+        if own_link(hostile) != hostile:
+            assert live(f"see {own_link(hostile)} and {own_link(hostile, 'it')}.") == [], hostile
+    assert mention("alice") == "@alice"
+    assert mention("frognano[bot]") == "@frognano[bot]"
+    for hostile in ATTACKS.values():  # what is not a login is not named as one
+        if mention(hostile) != f"@{hostile}":
+            assert live(mention(hostile)) == [], hostile
+
+
+def test_the_review_gate_names_people_inertly() -> None:
+    hostile = ["@admin", "x](https://evil.example)", "a`b", "fixes #1", "ok-login"]
+    reviews = [Review(user, "APPROVED", "a" * 40, "User") for user in hostile]
+    excluded = [Excluded(user, "labelled the issue") for user in hostile]
+    for permissions in ({}, dict.fromkeys(hostile, "write")):
+        verdict = evaluate(
+            reviews, head_sha="a" * 40, excluded=excluded[:2], app_login="frognano[bot]",
+            permissions=permissions,
+        )  # fmt: skip
+        for text in (verdict.title, verdict.summary):
+            assert live(text, logins=["ok-login"]) == [], text
 
 
 def test_fitting_hostile_parts_keeps_them_inert() -> None:

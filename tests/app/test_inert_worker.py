@@ -24,7 +24,7 @@ from tests.app.test_followup_job import BRANCH, command, doc_turns
 from tests.app.test_worker import FIX, REPO, World
 from tests.fakes.github import Recorded
 from tests.fakes.model_server import ScriptedModelServer, Turn
-from tests.gfm import ATTACKS, live
+from tests.gfm import ATTACKS, live, render
 
 fake, world = test_worker.fake, test_worker.world  # the fixtures
 
@@ -149,6 +149,10 @@ async def test_nothing_untrusted_renders_live_anywhere_frognano_writes(world: Wo
     unique = list(dict.fromkeys(leaks))
     assert not unique, "\n".join(unique)
     assert status_versions >= 4  # queued, working, published, the follow-up's
+    published = [t for what, _, t in texts if what == "comment" and "opened a draft" in (t or "")]
+    page = render(published[-1])
+    assert f'<a href="{pull_url}">' in page  # FrogNano's own links still work
+    assert re.search(rf'<a href="{re.escape(pull_url)}/checks\?check_run_id=\d+">', page)
     assert replies >= 3  # what changed, the refused base, the unknown command
     # FrogNano's own words and links are still there, and the attacks are still readable.
     body = repo.issues[number]["body"]
