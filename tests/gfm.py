@@ -79,7 +79,7 @@ class _Walker(HTMLParser):
 # Invisible characters an attacker can put inside a mention or a keyword. The zero-width
 # joiner is left out: it is what FrogNano inserts to defuse them.
 INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u200c\u200e\u200f"
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u200c\u200e\u200f\u2028\u2029"
     "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
 )
 MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9]")
@@ -203,5 +203,17 @@ ATTACKS: dict[str, str] = {
     "backtick fence": "```\nhidden",
     "table": "a | b\n--- | ---\n[x](https://evil.example/t) | y",
     "html block": "<div>\n\n[x](https://evil.example/d)\n\n</div>",
+    "backslash url": "\\https://evil.example/b",
+    "trailing backslash": "x \\",
+    "nested image link": "[![a](https://evil.example/p.png)](https://evil.example/l)",
+    "digit autolink": "<0@evil.example>",
+    "url then tag": "https://evil.example/x<img src=x>",
+    "parenthesised www": "(www.evil.example)",
+    "math letters": "\U0001d41f\U0001d422\U0001d431\U0001d41e\U0001d42c #15",
+    "ligature keyword": "\ufb01xes #16",
+    "alert": "> [!WARNING]\n> [x](https://evil.example/a)",
+    "indented": "    [x](https://evil.example/i)",
+    "definition, angle": "[r]: <https://evil.example/d>\n\n[r]",
+    "line separator": "@\u2028admin fi\u2029xes #17",
     "controls": "\x1b]8;;https://evil.example\x07x\x1b]8;;\x07 \x1b[2J \x9b31m \u202eevil \x00\x7f",
 }

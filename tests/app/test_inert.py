@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import html
+import re
 
 import pytest
 
@@ -238,3 +240,24 @@ def test_fitting_hostile_parts_keeps_them_inert() -> None:
     parts = [Part(md(FLOOD)), Part(md(INLINE), keep="tail"), Part(md(FLOOD), keep="ends")]
     for budget in (500, 2_000, 9_000):
         assert live(fit(copy.deepcopy(parts), budget)) == []
+
+
+SHOWN_AS_WRITTEN = [
+    "image", "link", "link, javascript", "autolink", "bare url", "www", "email", "img tag",
+    "comment", "entity mention", "entity named", "fullwidth mention", "closes",
+    "fixes cross-repo", "resolved url", "ref", "repo ref", "backslash url",
+    "nested image link", "url then tag",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SHOWN_AS_WRITTEN)
+def test_what_was_written_is_still_shown(name: str) -> None:
+    # Inert, not removed: a reviewer reads the attack as it was written.
+    written = ATTACKS[name].replace("\\@", "@").replace("\\`", "`")
+    page = render(f"{md(ATTACKS[name])}\n\n{code(ATTACKS[name])}")
+    shown = html.unescape(re.sub(r"<[^>]+>", "", page)).replace("\u200d", "").split("\n")
+    assert [line.strip() for line in shown if line.strip()] == [written, written]
+
+
+def test_math_and_tables_are_escaped() -> None:
+    assert md("$x$ and $`y`$ | z") == "\\$x\\$ and \\$`y`\\$ \\| z"
