@@ -200,16 +200,15 @@ def _url_spans(text: str) -> list[tuple[int, int]]:
     spans += [m.span() for m in re.finditer(email, text)]
     merged: list[tuple[int, int]] = []
     for start, found_end in sorted(spans):
+        if merged and start < merged[-1][1]:
+            continue  # inside the URL before it, which runs to the same blank
         end = _WORD.match(text, found_end).end()  # type: ignore[union-attr]
         while end > start + 1 and (
             text[end - 1] in _URL_TAIL
             or (text[end - 1] == ")" and text.count("(", start, end) < text.count(")", start, end))
         ):
             end -= 1
-        if merged and start < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
+        merged.append((start, end))
     return merged
 
 
@@ -218,9 +217,9 @@ def _closing_ticks(text: str, after: int, run: int) -> int:
     starts, on the same line; -1 when none does."""
     line_end = text.find("\n", after)
     line_end = len(text) if line_end < 0 else line_end
-    for found in re.finditer(r"`+", text[after:line_end]):
+    for found in _TICKS.finditer(text, after, line_end):
         if len(found.group(0)) == run:
-            return after + found.start()
+            return found.start()
     return -1
 
 
