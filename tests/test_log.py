@@ -85,6 +85,10 @@ def test_unconfigured_library_use_prints_nothing_on_stdout() -> None:
     assert done.stderr == ""
 
 
+def _fail_with(message: str) -> None:
+    raise ValueError(message)
+
+
 HOSTILE = "branch\x1b]0;pwned\x07 \x1b[2J \x9b31m \u202eevil"
 
 
@@ -98,9 +102,9 @@ def test_a_hostile_value_is_logged_with_its_controls_shown(fmt: str) -> None:
     log = get_logger("frognano.test")
     log.warning("followup.not_ours", branch=HOSTILE)
     try:
-        raise ValueError(HOSTILE)
+        _fail_with(HOSTILE)
     except ValueError:
-        log.exception("run.failed")
+        log.exception("run.failed")  # the traceback quotes the text too
     out = stream.getvalue()
     for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
         assert raw not in out

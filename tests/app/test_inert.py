@@ -212,7 +212,7 @@ def test_frognanos_own_links_and_mentions_stay_live_and_nothing_else_does() -> N
     text = status.FollowUpCommitted(url=PR_URL, sha="a" * 40, round=2, story_url=story).text()
     assert f'<a href="{story}">the verification check</a>' in render(text)
     assert own_link(PR_URL) == PR_URL
-    # Only GitHub's own answers are passed (html_url); anything but a plain https URL shows.
+    # Only GitHub's own answers are passed (html_url); anything but a plain URL shows.
     for hostile in (*ATTACKS.values(), "https://x.example/a)[b](https://evil.example"):
         if own_link(hostile) != hostile:
             assert live(f"see {own_link(hostile)} and {own_link(hostile, 'it')}.") == [], hostile

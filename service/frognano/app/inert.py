@@ -329,7 +329,7 @@ def cut(text: str, keep: int, *, tail: bool = False) -> str:
 
 
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
-_OWN_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::\d+)?/[A-Za-z0-9._~%/?=&+#-]*")
+_OWN_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d+)?/[A-Za-z0-9._~%/?=&+#-]*")
 
 
 def mention(login: str) -> str:
@@ -340,7 +340,7 @@ def mention(login: str) -> str:
 
 def own_link(url: str, text: str | None = None) -> str:
     """FrogNano's own link (its pull request, its check run, from GitHub's answers): the URL
-    itself, or `[text](url)`; anything but a plain https URL is shown as code."""
+    itself, or `[text](url)`; anything but a plain http(s) URL is shown as code."""
     if not _OWN_URL.fullmatch(url):
         return inert(url, "code")
     return url if text is None else f"[{text}]({url})"
