@@ -51,7 +51,7 @@ _ZWJ = "\u200d"
 
 _SEQUENCES = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clearing
-    r"|(?:\x1b[\]P^_X]|[\x9d\x90\x9e\x9f\x98])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC...
+    r"|(?:\x1b[\]P^_X]|[\x9d\x90\x9e\x9f\x98])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC
     r"|\x1b[ -/]*[0-~]"  # two-character escapes
 )
 _ASCII_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -303,9 +303,7 @@ def inert(text: str, kind: Kind = "markdown", *, info: str = "text") -> str:
         return _fence(text, info)
     if kind == "code":
         return _code_span(text)
-    if kind == "line":
-        return _plain(text)
-    if kind == "plain":
+    if kind in ("plain", "line"):
         return _plain(text)
     return _markdown(text)
 
