@@ -83,3 +83,29 @@ def test_unconfigured_library_use_prints_nothing_on_stdout() -> None:
     )
     assert done.stdout == "only this\n"
     assert done.stderr == ""
+
+
+def _fail_with(message: str) -> None:
+    raise ValueError(message)
+
+
+HOSTILE = "branch\x1b]0;pwned\x07 \x1b[2J \x9b31m \u202eevil"
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("fmt", ["console", "json"])
+def test_a_hostile_value_is_logged_with_its_controls_shown(fmt: str) -> None:
+    # Log values quote GitHub (a pull request's branch name), the model and the repository;
+    # the worker's log is read on a terminal.
+    stream = io.StringIO()
+    configure_logging(fmt, "INFO", stream=stream)
+    log = get_logger("frognano.test")
+    log.warning("followup.not_ours", branch=HOSTILE)
+    try:
+        _fail_with(HOSTILE)
+    except ValueError:
+        log.exception("run.failed")  # the traceback quotes the text too
+    out = stream.getvalue()
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert raw not in out
+    assert "pwned" in out

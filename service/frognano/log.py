@@ -8,7 +8,9 @@ from typing import IO, Any, cast
 
 import structlog
 from structlog.contextvars import bound_contextvars
-from structlog.typing import FilteringBoundLogger, Processor
+from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
+
+from frognano.terminal import printable
 
 __all__ = ["bound_contextvars", "configure_logging", "get_logger"]
 
@@ -53,7 +55,12 @@ def configure_logging(
         shared.append(structlog.processors.dict_tracebacks)
         renderer = structlog.processors.JSONRenderer()
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
+        # Values quote others (a branch name, a model's words, an exception): shown on a
+        # terminal with their control characters as escapes; without colours, every line.
+        shared.append(_printable_values)
+        colours = out.isatty()
+        console = structlog.dev.ConsoleRenderer(colors=colours)
+        renderer = console if colours else _printable_output(console)
 
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
@@ -76,6 +83,19 @@ def configure_logging(
     # One INFO line per HTTP request to the model server is noise; errors still come through.
     for chatty in _CHATTY_LOGGERS:
         logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))
+
+
+def _printable_values(_logger: WrappedLogger, _method: str, event: EventDict) -> EventDict:
+    return {
+        key: printable(value) if isinstance(value, str) else value for key, value in event.items()
+    }
+
+
+def _printable_output(renderer: Processor) -> Processor:
+    def render(logger: WrappedLogger, method: str, event: EventDict) -> str:
+        return printable(str(renderer(logger, method, event)))
+
+    return render
 
 
 def get_logger(name: str, **context: Any) -> FilteringBoundLogger:

@@ -23,13 +23,14 @@ from frognano.app.review import (
 from frognano.app.review_gate import review_gate
 from frognano.github.auth import GitHubApp
 from frognano.github.client import RepoClient
-from frognano.github.errors import GitHubNotFound
+from frognano.github.errors import GitHubError, GitHubNotFound
 from frognano.github.models import FileChange, Review
 from frognano.github.retry import Transport
 from tests.app.pushes import app_email, push
 from tests.fakes.app_env import *  # noqa: F403 (the fixtures)
 from tests.fakes.app_env import REPO
 from tests.fakes.github import FakeGitHub
+from tests.gfm import ATTACKS, live
 
 HEAD = "a" * 40
 OLD = "b" * 40
@@ -548,3 +549,17 @@ async def test_a_kept_issue_text_that_is_not_one_reads_as_none(ledger: Ledger) -
     ):
         await ledger.redis.set(ledger.labelled_key("bad"), raw)
         assert await ledger.labelled_issue("bad") is None
+
+
+async def test_a_failures_message_on_the_check_is_inert(
+    fake: FakeGitHub, app: GitHubApp, client: RepoClient, ledger: Ledger
+) -> None:
+    # GitHub's own message is quoted in the check's summary; it must render nothing live.
+    pull = await publish(fake, client, marker=MARKER)
+    hostile = " ".join(ATTACKS.values())
+    fake.fail_next("GET", r"/reviews$", status=422, body={"message": hostile})
+    with pytest.raises(GitHubError):
+        await gate(fake, app, pull, ledger)
+    summary = human_check(fake, pull.head)["output"]["summary"]
+    assert "evil.example" in summary
+    assert live(summary) == []

@@ -191,11 +191,13 @@ def test_left_out_links_render_inert_and_capped() -> None:
     line = left_out_line(hostile)
     assert line is not None
     assert line.startswith("- Symbolic links leading outside the repository, left out of the ")
-    assert "(25): `docs/@\u200deve 'x'` to `/etc/<!-- hide --> f\u200dixes #1`" in line
+    # The backticks stay, inside a longer delimiter; `<!--` and `#1` are defused in code too.
+    target = "`/etc/<\u200d!-- hide --> f\u200dixes #\u200d1`"
+    assert f"(25): `` docs/@\u200deve `x` `` to {target}" in line
     assert line.endswith("`l18` to `/` and 5 more")
     assert left_out_line([]) is None
     published = Published(url="https://github.com/acme/calc/pull/8", left_out=hostile[:1])
-    assert "`docs/@\u200deve 'x'` to" in published.text()
+    assert "`` docs/@\u200deve `x` `` to" in published.text()
     assert "left out" not in Published(url="https://github.com/acme/calc/pull/8").text()
 
 

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from frognano.agent.turns import dumps
+from frognano.terminal import printable
 
 FORMAT_VERSION = 1
 
@@ -94,7 +95,14 @@ def read_events(path: Path) -> ReadResult:
 
 
 def render(events: list[dict[str, Any]], *, max_chars: int = 2000) -> Iterator[str]:
-    """The run as plain text, one block per event; long texts are cut to `max_chars`."""
+    """The run as plain text for a terminal, one block per event; long texts are cut to
+    `max_chars`, and control characters, which the model, the tools and the repository
+    write, are shown as escapes (`\x1b`), never sent."""
+    for block in _blocks(events, max_chars):
+        yield printable(block)
+
+
+def _blocks(events: list[dict[str, Any]], max_chars: int) -> Iterator[str]:
     for event in events:
         kind = event["event"]
         stamp = f"[{event.get('t', 0.0):8.1f}s]"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from html import escape
+from html import escape as _escape
 from typing import Any
+
+from frognano.terminal import printable
 
 # Inline and small: the page must open from a file, offline, with nothing fetched.
 _STYLE = """
@@ -18,6 +20,11 @@ pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;white-space:pre-wrap;
 word-break:break-word;margin:.4rem 0}details summary{cursor:pointer;color:#57606a}
 code{background:#f6f8fa;padding:0 .2rem}
 """
+
+
+def escape(text: str) -> str:
+    """`text` for HTML, its control characters shown as escapes (`\x1b`) as on a terminal."""
+    return _escape(printable(text))
 
 
 def _pre(text: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from frognano.app.commands import BASE, RETRY, STOP, word_base
 from frognano.app.decisions import CancelRequest, CommandRequest, RunRequest
 from frognano.app.intake import Submission
+from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
 from frognano.app.replies import reply
 from frognano.app.run_issue import RunDeps
@@ -47,7 +48,7 @@ async def run_command(deps: RunDeps, request: CommandRequest) -> str:
         word = request.words[0].casefold() if request.words else ""
         word = BASE if word.startswith(BASE) else word  # the branch is not logged
         if word == STOP:
-            reason = f"@{request.commenter} commented `{command} stop`"
+            reason = f"@{request.commenter} commented {code(command + ' stop')}"
             cancel = CancelRequest(issue, request.delivery_id, reason)
             status = _status(await deps.queue.cancel(cancel, command=True))
             if status == "nothing_to_cancel":
@@ -63,16 +64,16 @@ async def run_command(deps: RunDeps, request: CommandRequest) -> str:
                     client,
                     request,
                     "A run is already queued or running on this issue: wait for it to end, "
-                    f"or stop it with `{command} stop`, before asking for another.",
+                    f"or stop it with {code(command + ' stop')}, before asking for another.",
                 )
         else:
             log.info("command.unknown", words=len(request.words))
             await _reply(
                 client,
                 request,
-                f"FrogNano knows `{command} stop` (cancel this issue's run), `{command} retry` "
-                f"(start a new run) and `{command} base=BRANCH` (a new run on BRANCH); nothing "
-                "was done.",
+                f"FrogNano knows {code(command + ' stop')} (cancel this issue's run), "
+                f"{code(command + ' retry')} (start a new run) and "
+                f"{code(command + ' base=BRANCH')} (a new run on BRANCH); nothing was done.",
             )
             return "unknown"
         log.info("command.done", command=word, status=status)

@@ -37,6 +37,7 @@ from frognano.app.decisions import ReviewGateCheck
 from frognano.app.followups import FollowUpRequest
 from frognano.app.labelled import changed_notice, issue_texts
 from frognano.app.ledger import LabelledIssue
+from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
 from frognano.app.pull_history import PullHistory, read_history
 from frognano.app.replies import reply
@@ -155,7 +156,8 @@ def _no_text(issue: int, command: str) -> str:
     return (
         f"FrogNano no longer knows the text of issue #{issue} as it was labelled, and the issue "
         "does not read exactly as it did then; it works only from text a writer labelled. "
-        f"Comment `{command} retry` on the issue for a new run from the issue as it reads now."
+        f"Comment {code(command + ' retry')} on the issue for a new run from the issue as it "
+        "reads now."
     )
 
 

@@ -14,7 +14,7 @@ import difflib
 from dataclasses import dataclass
 
 from frognano.app.ledger import LabelledIssue, Ledger, issue_digest
-from frognano.app.markdown import fence, neutralise
+from frognano.app.markdown import code, fence
 from frognano.app.review import ReviewOrigin
 from frognano.github.client import RepoClient
 from frognano.github.models import IssueText
@@ -70,10 +70,10 @@ def changed_notice(texts: IssueTexts, command: str) -> str | None:
     if len(diff) > _DIFF_LINES or len(shown) > _DIFF_CHARS:
         shown = shown[:_DIFF_CHARS] + f"\n… (the change is longer: {len(diff):,} lines in all)"
     return (
-        f"Issue #{labelled.issue} has changed since `{labelled.labeller}` labelled it. This round "
-        "works from the issue as it was labelled, which FrogNano kept; the agent is not shown "
-        "the change:\n\n"
-        f"{fence(neutralise(shown), 'diff')}\n\n"
-        f"To work from the new text, a writer can comment `{command} retry` on the issue: a "
-        "new run, from the issue as it reads then."
+        f"Issue #{labelled.issue} has changed since {code(labelled.labeller)} labelled it. This "
+        "round works from the issue as it was labelled, which FrogNano kept; the agent is not "
+        "shown the change:\n\n"
+        f"{fence(shown, 'diff')}\n\n"
+        f"To work from the new text, a writer can comment {code(command + ' retry')} on the "
+        "issue: a new run, from the issue as it reads then."
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from frognano.app.inert import cut, inert, mention, own_link
 
 __all__ = [
     "BODY_BUDGET",
@@ -16,57 +17,47 @@ __all__ = [
     "fit",
     "fixed",
     "md",
+    "mention",
     "neutralise",
+    "own_link",
     "quote",
+    "shorten",
+    "single_line",
     "size",
-    "without_controls",
 ]
 
-# Text rules, for every renderer of what FrogNano posts (texts.py, status.py):
+# Text rules, for every renderer of what FrogNano posts (texts.py, status.py, story.py,
+# commit.py, labelled.py, replies.py, review.py):
 # - Whatever the renderers did not write themselves (model output, issue titles, test ids,
-#   paths, reasons, stop details) is untrusted: `neutralise` puts a zero-width joiner into each
-#   `@mention` and each closing keyword ("fixes #3") so GitHub neither notifies anyone nor
-#   links/closes an issue because of it; in Markdown, `<` before a tag, comment or
-#   declaration becomes `&lt;`, so such text cannot open an HTML comment that hides the rest
-#   of a body or fake a hidden marker. Control and bidirectional-override characters go.
+#   paths, reasons, stop details, branch and label names) is untrusted and goes through
+#   `inert` (inert.py) by way of the helpers below: `md` for Markdown prose, `quote` for
+#   prose quoted, `code` for one inline code span, `fence` for a fenced block, `neutralise`
+#   for plain text (commit messages) and `single_line` for titles. Nothing of it renders as a
+#   link, image, HTML, entity, mention, closing keyword or issue reference, and its control
+#   and invisible characters go. The renderers' own words, links (`own_link`) and
+#   mentions (`mention`) do not go through it.
 # - Bodies stay under BODY_BUDGET and check texts under CHECK_BUDGET, measured in UTF-16
 #   code units (as GitHub's limits may count), well below GitHub's 65,536 / 65,535 so the
 #   client's own last-resort truncation never has to act. When a text is too long, the
-#   longest untrusted parts are cut first, each with a visible note; the lines the renderers
-#   write themselves (markers, warning, headings, the `Refs #N` line) are never cut.
+#   longest untrusted parts are cut first, each with a visible note, and never inside a code
+#   span or an escape (`cut`); the lines the renderers write themselves (markers, warning,
+#   headings, the `Refs #N` line) are never cut.
 
 BODY_BUDGET = 60_000
 """Most UTF-16 code units in a pull request body or comment (GitHub: 65,536)."""
 CHECK_BUDGET = 60_000
 """Most UTF-16 code units in a check run's summary or text (GitHub: 65,535 each)."""
 
-# -- neutralising untrusted text ----------------------------------------------------------------
-
-_ZWJ = "\u200d"
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-_CLOSE_KEYWORD = re.compile(
-    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b"
-    r"(?=[\s:*_\[(`'\"]*(?:#\d|[\w.-]+/[\w.-]+#\d|https?://|gh-\d))",
-    re.IGNORECASE,
-)
-_TRAILER = re.compile(r"^(\s*[A-Za-z][A-Za-z-]*-by)(\s*:)", re.MULTILINE | re.IGNORECASE)
-_HTML_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-
 
 def neutralise(text: str) -> str:
-    """`text` with mentions, closing keywords, trailers and control characters defused
-    (plain text: commit messages, code spans). Idempotent."""
-    text = without_controls(text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _MENTION.sub("@" + _ZWJ, text.replace("@" + _ZWJ, "@"))
-    text = _CLOSE_KEYWORD.sub(lambda m: m.group(0)[0] + _ZWJ + m.group(0)[1:], text)
-    return _TRAILER.sub(lambda m: m.group(1) + _ZWJ + m.group(2), text)
+    """Untrusted plain text (commit messages): no mention, closing keyword, reference, URL,
+    trailer or control character survives, nor markup if it is read as Markdown."""
+    return inert(text, "plain")
 
 
 def single_line(text: str) -> str:
-    """Untrusted text neutralised and on one line (titles, subjects)."""
-    return " ".join(neutralise(text).split())
+    """Untrusted text as plain text on one line (titles, subjects)."""
+    return inert(text, "line")
 
 
 def shorten(text: str, limit: int) -> str:
@@ -75,29 +66,23 @@ def shorten(text: str, limit: int) -> str:
 
 
 def md(text: str) -> str:
-    """Untrusted text for Markdown prose: neutralised, and unable to open HTML."""
-    return _HTML_OPEN.sub("&lt;", neutralise(text))
+    """Untrusted text for Markdown prose: rendered as text, nothing in it live."""
+    return inert(text, "markdown")
 
 
 def code(text: str) -> str:
     """Untrusted text as one inline code span."""
-    flat = " ".join(neutralise(str(text)).replace("`", "'").split())
-    return f"`{flat}`" if flat else "``"
+    return inert(str(text), "code")
 
 
 def quote(text: str) -> str:
-    return "\n".join(f"> {line}" if line.strip() else ">" for line in text.split("\n"))
+    """Untrusted text as Markdown prose in a block quote."""
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in md(text).split("\n"))
 
 
 def fence(text: str, info: str = "text") -> str:
-    runs = [len(run) for run in re.findall(r"`{3,}", text)]
-    marks = "`" * max(3, *(run + 1 for run in runs)) if runs else "```"
-    return f"{marks}{info}\n{text}\n{marks}"
-
-
-def without_controls(text: str) -> str:
-    """`text` without terminal escapes and control or bidirectional-override characters."""
-    return _CONTROL.sub("", _ANSI.sub("", text))
+    """Untrusted text as a fenced code block that nothing inside can close."""
+    return inert(text, "fence", info=info)
 
 
 def size(text: str) -> int:
@@ -127,22 +112,25 @@ class Part:
     def shown(self) -> str:
         if self.limit < 0 or self.limit >= len(self.text):
             return self.render(self.text)
-        cut = len(self.text) - self.limit
-        note = f"… ({cut:,} characters cut to fit GitHub's size limit)"
         if self.keep == "tail":
-            return self.render(f"{note}\n{self.text[len(self.text) - self.limit :]}")
+            tail = cut(self.text, self.limit, tail=True)
+            return self.render(f"{_note(len(self.text) - len(tail))}\n{tail}")
         if self.keep == "ends":
             # Whole lines where there are any: a step line cut in two reads as two steps.
-            head = self.text[: self.limit - self.limit // 2]
-            tail = self.text[len(self.text) - self.limit // 2 :]
+            head = cut(self.text, self.limit - self.limit // 2)
+            tail = cut(self.text, self.limit // 2, tail=True)
             if "\n" in head:
                 head = head[: head.rindex("\n")]
             if "\n" in tail:
                 tail = tail[tail.index("\n") + 1 :]
-            cut = len(self.text) - len(head) - len(tail)
-            note = f"… ({cut:,} characters cut to fit GitHub's size limit)"
+            note = _note(len(self.text) - len(head) - len(tail))
             return self.render(f"{head}\n{note}\n{tail}")
-        return self.render(f"{self.text[: self.limit]}\n{note}")
+        head = cut(self.text, self.limit)
+        return self.render(f"{head}\n{_note(len(self.text) - len(head))}")
+
+
+def _note(count: int) -> str:
+    return f"… ({count:,} characters cut to fit GitHub's size limit)"
 
 
 def fixed(text: str) -> Part:
@@ -189,9 +177,9 @@ def fit(parts: Sequence[Part], budget: int, joiner: str = "\n") -> str:
     # Only the renderer's own words are left and they are too long: never expected, since
     # they are short; keep the first and last pieces (markers, link line) whole.
     if len(parts) < 3:
-        return joiner.join(part.shown() for part in parts)[: budget // 2]
+        return cut(joiner.join(part.shown() for part in parts), budget // 2)
     head, tail = parts[0].shown(), parts[-1].shown()
     note = "\n\n… (cut to fit GitHub's size limit)\n\n"
     room = max(0, budget - size(head) - size(tail) - size(note))
     middle = joiner.join(part.shown() for part in parts[1:-1])
-    return head + joiner + middle[:room] + note + tail
+    return head + joiner + cut(middle, room) + note + tail

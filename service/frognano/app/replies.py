@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from frognano.app.markdown import mention
 from frognano.github.client import RepoClient
 from frognano.log import get_logger
 
@@ -17,6 +18,8 @@ def reply_marker(key: str) -> str:
 
 
 async def reply(client: RepoClient, issue_number: int, key: str, login: str, text: str) -> None:
-    """Tell `login` why their request was not served, once: a re-run edits the same comment."""
-    await client.upsert_status_comment(issue_number, reply_marker(key), f"@{login} {text}")
+    """Tell `login` why their request was not served, once: a re-run edits the same comment.
+    `text` is FrogNano's words, untrusted parts already made inert (markdown.py)."""
+    body = f"{mention(login)} {text}"
+    await client.upsert_status_comment(issue_number, reply_marker(key), body)
     log.info("reply.posted", issue=issue_number, key=key)

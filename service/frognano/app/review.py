@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from frognano.app.markdown import mention
 from frognano.github.models import Review, is_bot
 
 __all__ = [
@@ -267,7 +268,7 @@ def _role(permissions: Mapping[str, str], login: str) -> str:
 
 
 def _mentions(logins: Sequence[str]) -> str:
-    names = [f"@{login}" for login in dict.fromkeys(logins)]
+    names = [mention(login) for login in dict.fromkeys(logins)]
     if len(names) <= 1:
         return "".join(names)
     return ", ".join(names[:-1]) + " and " + names[-1]
@@ -277,7 +278,8 @@ def _who_may_not(excluded: Sequence[Excluded]) -> str:
     """The check's paragraph on who may not approve and why."""
     first = {item.login.casefold(): item.login for item in reversed(excluded)}
     lines = [
-        f"- @{first[login]} {' and '.join(whys)}" for login, whys in _reasons(excluded).items()
+        f"- {mention(first[login])} {' and '.join(whys)}"
+        for login, whys in _reasons(excluded).items()
     ]
     return (
         "\n\nWho may not approve: whoever started or steered what this pull request holds, "
@@ -305,7 +307,7 @@ def evaluate(
     approvers: list[tuple[str, str]] = []
     refused: list[str] = []
     for review, approved_before in _latest(reviews).values():
-        who = f"@{review.user}"
+        who = mention(review.user)
         if review.state == "CHANGES_REQUESTED":
             if approved_before:
                 refused.append(f"{who} requested changes after approving, which withdraws it")
@@ -333,13 +335,13 @@ def evaluate(
         )
     if approvers:
         login, role = approvers[0]
-        others = "".join(f", @{name} ({level})" for name, level in approvers[1:])
+        others = "".join(f", {mention(name)} ({level})" for name, level in approvers[1:])
         return ReviewVerdict(
             conclusion="success",
-            title=f"Approved by @{login}",
+            title=f"Approved by {mention(login)}",
             summary=(
-                f"@{login} ({role}){others} approved {short}, the current head, independently "
-                f"of {who_not}.{explained}{not_counted}"
+                f"{mention(login)} ({role}){others} approved {short}, the current head, "
+                f"independently of {who_not}.{explained}{not_counted}"
             ),
             approver=login,
         )

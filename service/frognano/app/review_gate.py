@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from frognano.app.decisions import ReviewGateCheck
 from frognano.app.ledger import Ledger
+from frognano.app.markdown import md, mention
 from frognano.app.pull_history import read_history
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
@@ -40,7 +41,7 @@ async def _decide(
     if not app_login:
         raise GitHubError("the review gate needs the App's login")
     if author.casefold() != app_login.casefold():
-        return unverified(head_sha, f"it was opened by @{author}, not by this app")
+        return unverified(head_sha, f"it was opened by {mention(author)}, not by this app")
     pushers = await ledger.pushers(check.repo_id, check.pull_number)
     history = await read_history(client, check.pull_number, head_sha, pushers)
     if history.origin is None:
@@ -97,7 +98,8 @@ async def review_gate(app: GitHubApp, check: ReviewGateCheck, ledger: Ledger) ->
                 title="The review gate could not decide",
                 summary=(
                     f"The review gate failed while reading {head[:SHORT_SHA]}'s reviews: "
-                    f"{type(exc).__name__}: {exc}. It is blocked until an event retries it."
+                    f"{type(exc).__name__}: {md(str(exc))}. It is blocked until an event "
+                    "retries it."
                 ),
                 approver=None,
             )

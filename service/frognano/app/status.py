@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frognano.app.hidden_text import hidden_line
-from frognano.app.markdown import BODY_BUDGET, Part, code, fit, fixed, md
+from frognano.app.markdown import BODY_BUDGET, Part, code, fit, fixed, md, own_link
 from frognano.app.review import HUMAN_REVIEW_CHECK
 from frognano.app.texts import finding_line, items, left_out_line, run_line
 from frognano.run.report import ComparisonList, HiddenRecord, LeftOutLinkRecord, RunReport
@@ -40,6 +40,13 @@ def status_marker(issue_number: int) -> str:
 
 def _run(run_id: str | None) -> str:
     return f"\n\n<sub>Run {code(run_id)}</sub>" if run_id else ""
+
+
+def _story(url: str | None) -> str:
+    """The link to the verification check, which tells the run's story."""
+    if not url:
+        return ""
+    return f" What the agent did, step by step: {own_link(url, 'the verification check')}."
 
 
 def _left_out(links: Sequence[LeftOutLinkRecord]) -> str:
@@ -154,15 +161,11 @@ class Published:
             "it as a draft."
         )
         return (
-            f"**FrogNano opened {kind}{which}** ({md(self.url)}).{note}\n\n"
+            f"**FrogNano opened {kind}{which}** ({own_link(self.url)}).{note}\n\n"
             "It was written by a small research model: a human must review every line, and "
             f"the `{HUMAN_REVIEW_CHECK}` check blocks it until someone other than the person "
             "who asked approves."
-            + (
-                f" What the agent did, step by step: [the verification check]({self.story_url})."
-                if self.story_url
-                else ""
-            )
+            + _story(self.story_url)
             + _left_out(self.left_out)
             + _hidden(self.hidden)
             + _run(self.run_id)
@@ -258,17 +261,15 @@ class FollowUpCommitted:
     """The report's `hidden_input`: what was removed before the agent read the task."""
 
     def text(self) -> str:
-        story = (
-            f" What the agent did, step by step: [the verification check]({self.story_url})."
-            if self.story_url
-            else ""
-        )
         return (
-            f"**FrogNano added a commit to its pull request** ({md(self.url)}): round "
+            f"**FrogNano added a commit to its pull request** ({own_link(self.url)}): round "
             f"{self.round}, commit `{self.sha[:12]}`, answering the review.\n\n"
             "A human must review the new commit too: the "
             f"`{HUMAN_REVIEW_CHECK}` check is back to waiting, since an approval of an older "
-            "head does not count." + story + _hidden(self.hidden) + _run(self.run_id)
+            "head does not count."
+            + _story(self.story_url)
+            + _hidden(self.hidden)
+            + _run(self.run_id)
         )
 
 
@@ -283,7 +284,7 @@ class FollowUpNoCommit:
 
     def text(self) -> str:
         return (
-            f"**FrogNano added no commit to its pull request** ({md(self.url)}).\n\n"
+            f"**FrogNano added no commit to its pull request** ({own_link(self.url)}).\n\n"
             + "\n".join(no_pull_request_reason(self.why))
             + _left_out(self.why["left_out_links"])
             + _hidden(self.why["hidden_input"])

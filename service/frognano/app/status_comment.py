@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from frognano.agent.loop import Progress
 from frognano.app.intake import IntakeQueue
+from frognano.app.markdown import code
 from frognano.app.status import Stage, Testing, Working, status_comment
 from frognano.github.client import RepoClient
 from frognano.log import get_logger
@@ -56,9 +57,9 @@ class StatusComment:
                 await pending
         for waiting in await self.queue.take_waiting(self.repo_id, self.number, self.run_id):
             self.notes.append(
-                f"_`{waiting.labeller}` added the `{waiting.label}` label again while this run "
-                "was in progress; that did not start a second run. Add it again once this run "
-                "has ended to start over._"
+                f"_{code(waiting.labeller)} added the {code(waiting.label)} label again while "
+                "this run was in progress; that did not start a second run. Add it again once "
+                "this run has ended to start over._"
             )
         text = body + "".join(f"\n\n{note}" for note in self.notes)
         await self.client.upsert_status_comment(self.number, self.marker, text)

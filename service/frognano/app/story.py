@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frognano.agent.story import Story, StoryLine
-from frognano.app.markdown import Part, fence, fixed, md, neutralise, quote, without_controls
+from frognano.app.markdown import Part, fence, fixed, md, quote
 
 HEADING = "### What the agent did"
 
@@ -39,11 +39,11 @@ def story_parts(story: Story | None) -> list[Part]:
     parts = [fixed(f"\n{HEADING}\n\n{facts}\n")]
     if story.lines:
         width = max(len(line.tool) for line in story.lines)
-        # Tool arguments and results are the agent's and the repository's text: no
-        # controls, no mentions; inside a fence GitHub renders nothing of them.
+        # Tool arguments and results are the agent's and the repository's text: inside a
+        # fence (which drops their control characters) GitHub renders nothing of them.
         table = "\n".join(_row(line, width) for line in story.lines)
-        parts.append(Part(neutralise(without_controls(table)), render=fence, keep="ends"))
+        parts.append(Part(table, render=fence, keep="ends"))
     if story.summary.strip():
         parts.append(fixed("\nThe agent's own summary (model text, not checked by FrogNano):\n"))
-        parts.append(Part(story.summary.strip(), render=lambda t: quote(md(t)), keep="ends"))
+        parts.append(Part(story.summary.strip(), render=quote, keep="ends"))
     return parts

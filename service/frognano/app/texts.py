@@ -18,7 +18,6 @@ from frognano.app.markdown import (
     quote,
     shorten,
     single_line,
-    without_controls,
 )
 from frognano.app.review import HUMAN_REVIEW_CHECK
 from frognano.app.story import story_parts
@@ -28,6 +27,7 @@ from frognano.run.report import (
     ComparisonList,
     FindingRecord,
     GateRecord,
+    InstructionsRecord,
     LeftOutLinkRecord,
     RunReport,
     SuiteRunKey,
@@ -231,6 +231,11 @@ def _statistics(report: RunReport) -> list[str]:
             f"+{patch['insertions']:,} -{patch['deletions']:,}"
         )
     record = report["instructions"]
+    if record:  # a skipped file's reason may quote the repository: inert, like its path
+        files = [item.copy() for item in record["files"]]
+        for item in files:
+            item["reason"] = md(item["reason"]) if item["reason"] else item["reason"]
+        record = InstructionsRecord(policy_text_bytes=record["policy_text_bytes"], files=files)
     used = instructions_line(record, code, absent=False) if record else None
     if used:
         lines.append(f"- {used}")
@@ -296,7 +301,7 @@ def pull_request_body(
 def _output_block(label: str, run: SuiteRunRecord | None) -> list[Part]:
     if run is None or not run["output"]:
         return []
-    text = without_controls(run["output"]).rstrip("\n")
+    text = run["output"].rstrip("\n")
     lines = text.split("\n")
     if len(lines) > _OUTPUT_LINES:
         text = f"… ({len(lines) - _OUTPUT_LINES:,} earlier lines not shown)\n" + "\n".join(

@@ -13,9 +13,11 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from frognano.errors import ConfigError, FrogNanoError, SandboxUnavailable, UnsafePathError
 from frognano.settings import Settings
+from frognano.terminal import printable
 
 T = TypeVar("T")
 
@@ -27,8 +29,16 @@ def console(stderr: bool = False) -> Console:
 
 
 def fail(message: str, code: int) -> NoReturn:
-    console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print `message` as an error and exit with `code`. The message is text, never markup,
+    and its control characters are shown (it may quote a repository, a model or a server)."""
+    line = Text.assemble(("error:", "bold red"), " ", printable(message))
+    console(stderr=True).print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def say(console: Console, message: str) -> None:
+    """Print `message` as text, never markup, its control characters shown."""
+    console.print(Text(printable(message)), highlight=False, soft_wrap=True)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -18,6 +18,7 @@ from frognano.run.sandbox_policy import sandbox_spec
 from frognano.sandbox import SandboxOptions, SandboxSpec
 from frognano.sandbox.netcheck import ProbeResult
 from frognano.settings import Settings
+from frognano.terminal import printable
 
 # Policies apply per repository; a repository name no admin would write gets the defaults.
 DEFAULTS_REPO = "frognano-defaults/frognano-defaults"
@@ -64,11 +65,12 @@ def reap_command(
     for item in reaped:
         result = (
             "would delete" if dry_run
-            else f"[red]failed: {escape(item.error)}[/]" if item.error
+            else f"[red]failed: {escape(printable(item.error))}[/]" if item.error
             else "deleted" if item.deleted
             else "already gone"
         )  # fmt: skip
-        table.add_row(escape(item.name), item.phase, escape(item.reason), result)
+        name, reason = escape(printable(item.name)), escape(printable(item.reason))
+        table.add_row(name, item.phase, reason, result)
     console.print(table)
     if any(item.error for item in reaped):
         raise typer.Exit(1)

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.modelserver.sglang import SGLangOptions, conflicting_flags, launch_command
+from frognano.terminal import printable
 
 __all__ = ["model_app"]
 
@@ -117,7 +117,7 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
         return
     # find_spec looks without importing: SGLang's import pulls in torch and CUDA (seconds).
     if not _has_sglang(python):
-        _fail(escape(INSTALL_HINT.format(python=python)), 2)
+        _fail(INSTALL_HINT.format(python=python), 2)
     if model_path.startswith(("/", "./", "../")) and not Path(model_path).is_dir():
         _fail(
             f"no model folder at {model_path}; pass --model-path with the folder holding "
@@ -204,12 +204,12 @@ def check_command(
         Status.WARN: "[yellow]warning[/]",
         Status.SKIP: "[dim]skipped[/]",
     }
-    table = Table(title=Text(f"Model server {url}, model {name!r}"))
+    table = Table(title=Text(printable(f"Model server {url}, model {name!r}")))
     for column in ("check", "result", "detail"):
         table.add_column(column)
     for item in items:
-        # Text, not markup: details quote what the server sent, brackets included.
-        table.add_row(item.name, shown[item.status], Text(item.detail))
+        # Text, not markup, controls shown: details quote what the server sent.
+        table.add_row(item.name, shown[item.status], Text(printable(item.detail)))
     out = _console()
     out.print(table)
     err = _console(stderr=True)
@@ -217,7 +217,7 @@ def check_command(
         if item.fix is not None and item.status in (Status.FAIL, Status.WARN):
             label = "error" if item.status is Status.FAIL else "warning"
             err.print(
-                f"{label}: {item.name}: {item.detail}. Fix: {item.fix}",
+                printable(f"{label}: {item.name}: {item.detail}. Fix: {item.fix}"),
                 highlight=False,
                 soft_wrap=True,
                 markup=False,

@@ -19,6 +19,7 @@ from frognano.policy.issues import PolicyError
 from frognano.policy.loader import PolicySet, load_policies
 from frognano.policy.merge import check_repo_name
 from frognano.settings import Settings
+from frognano.terminal import printable
 
 __all__ = ["policy_app"]
 
@@ -38,7 +39,8 @@ def _console(stderr: bool = False) -> Console:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    line = Text.assemble(("error:", "bold red"), " ", printable(message))
+    _console(stderr=True).print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -7,8 +7,10 @@ from types import TracebackType
 
 from rich.console import Console
 from rich.status import Status
+from rich.text import Text
 
 from frognano.agent.loop import Progress
+from frognano.terminal import printable
 
 
 class LiveProgress:
@@ -20,15 +22,22 @@ class LiveProgress:
         self._status = Status("starting", console=console)
         self._started = time.monotonic()
 
+    # Text, never markup, and control characters shown: a tool's name is the model's word.
+
     def stage(self, name: str) -> None:
-        self.console.print(f"[dim]{self._elapsed()}[/] {name}", highlight=False)
-        self._status.update(name)
+        line = Text.assemble((self._elapsed(), "dim"), " ", printable(name))
+        self.console.print(line, highlight=False)
+        self._status.update(Text(printable(name)))
 
     def update(self, progress: Progress) -> None:
         doing = "waiting for the model" if progress.phase == "model" else progress.phase
         self._status.update(
-            f"step {progress.step}/{progress.max_steps} · {doing} · "
-            f"{progress.prompt_tokens:,} tokens in context · {self._elapsed()}"
+            Text(
+                printable(
+                    f"step {progress.step}/{progress.max_steps} · {doing} · "
+                    f"{progress.prompt_tokens:,} tokens in context · {self._elapsed()}"
+                )
+            )
         )
 
     def _elapsed(self) -> str:

@@ -13,6 +13,7 @@ from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
+from frognano.cli.common import say as _say
 from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
 from frognano.errors import ConfigError
 from frognano.policy.loader import load_policies
@@ -237,11 +238,10 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
             played = ReplayModel.load(replay)
         except ConfigError as exc:
             _fail(str(exc), 2)
-        err.print(
+        _say(
+            err,
             f"Replaying {len(played.turns)} recorded model turns from {replay}: no model server "
             "is asked; the tools, the tests and the gate run for real.",
-            highlight=False,
-            soft_wrap=True,
         )
 
     ports = RunPorts.from_settings(settings)
@@ -266,19 +266,14 @@ def _report_outcome(outcome: SolveOutcome, err: Console, expect_patch: Path | No
         for name in ("report.md", "patch.diff", "trajectory.jsonl")
         if (outcome.out_dir / name).is_file()
     ]
-    err.print(
-        f"Results in {outcome.out_dir}/ ({', '.join(written) or 'nothing written'})",
-        highlight=False,
-        soft_wrap=True,
-    )
+    _say(err, f"Results in {outcome.out_dir}/ ({', '.join(written) or 'nothing written'})")
     if expect_patch is not None:
         produced = outcome.out_dir / "patch.diff"
         same = produced.is_file() and produced.read_bytes() == expect_patch.read_bytes()
-        err.print(
+        _say(
+            err,
             f"The run {'reproduces' if same else 'does NOT reproduce'} {expect_patch} byte for "
             "byte.",
-            highlight=False,
-            soft_wrap=True,
         )
         if not same:
             _fail(f"the patch differs from {expect_patch} (see {produced})", 1)
@@ -289,11 +284,10 @@ def _report_outcome(outcome: SolveOutcome, err: Console, expect_patch: Path | No
     if patch is None or verification is None or after is None:
         # The verdict makes a patch ready only once it was tested: never reached.
         raise RuntimeError("a ready patch without the runs that verified it")
-    _console().print(
+    _say(
+        _console(),
         f"Patch ready for review: {len(patch['files'])} file(s), +{patch['insertions']} "
         f"-{patch['deletions']}; tests: {after['summary']}; {verification['reason']}",
-        highlight=False,
-        soft_wrap=True,
     )
 
 

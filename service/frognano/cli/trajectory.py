@@ -11,6 +11,7 @@ import typer
 from frognano.agent.trajectory import read_events, render
 from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
+from frognano.cli.common import say as _say
 from frognano.cli.solve import solve_command
 
 trajectory_app = typer.Typer(help="Read the trajectories that runs record.", no_args_is_help=True)
@@ -101,7 +102,7 @@ def trajectory_show(
         sys.stdout.flush()
     else:
         out.write_text(page, encoding="utf-8")
-        _console(stderr=True).print(f"Wrote {out}", highlight=False)
+        _say(_console(stderr=True), f"Wrote {out}")
     if read.damaged_lines:
         lines = ", ".join(map(str, read.damaged_lines))
         _console(stderr=True).print(
