@@ -14,7 +14,7 @@ from frognano.app.commit import commit_message
 from frognano.app.decisions import ReviewGateCheck
 from frognano.app.ledger import Ledger, issue_digest
 from frognano.app.markdown import BODY_BUDGET, CHECK_BUDGET, neutralise, size
-from frognano.app.publish import Published, publish
+from frognano.app.publish import Published, PublishRequest, publish
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,
     VERIFICATION_CHECK,
@@ -664,8 +664,7 @@ async def run_publish(
     story: Story | None = None,
     fresh_branch: bool = False,
 ) -> Published:
-    return await publish(
-        client,
+    request = PublishRequest(
         report=report or make_report(),
         changes=changes or CHANGES,
         base_sha=fake.repo(repo).branch_sha("main") or "",
@@ -676,12 +675,11 @@ async def run_publish(
         labeller=LABELLER,
         labeller_id=LABELLER_ID,
         run_id=RUN,
-        policy=policy,
         trajectory_location=TRAJECTORY,
         story=story,
-        app_login=APP,
         fresh_branch=fresh_branch,
     )
+    return await publish(client, request, policy=policy, app_login=APP)
 
 
 def runs_named(fake: FakeGitHub, name: str, repo: str = REPO) -> list[dict[str, Any]]:

@@ -30,8 +30,7 @@ from pathlib import Path
 from arq.worker import Retry
 
 from frognano.agent.followup import Review, ReviewComment
-from frognano.agent.story import story_of
-from frognano.agent.trajectory import read_events
+from frognano.app.attempt import Attempt, RunDeps, say_branch_moved
 from frognano.app.commit import co_author_trailer, commit_message
 from frognano.app.decisions import ReviewGateCheck
 from frognano.app.followups import FollowUpRequest
@@ -39,25 +38,21 @@ from frognano.app.labelled import changed_notice, issue_texts
 from frognano.app.ledger import LabelledIssue
 from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
+from frognano.app.publish import write_verification_check
 from frognano.app.pull_history import PullHistory, read_history
 from frognano.app.replies import reply
-from frognano.app.review import VERIFICATION_CHECK, Excluded, evaluate, review_marker
+from frognano.app.review import Excluded, evaluate, review_marker
 from frognano.app.review_gate import complete_review_check, review_gate
-from frognano.app.run_issue import RunDeps
-from frognano.app.status import FollowUpCommitted, FollowUpNoCommit, Working, status_marker
-from frognano.app.status_comment import StatusComment
-from frognano.app.texts import verification_check
+from frognano.app.status import FollowUpCommitted, FollowUpNoCommit
 from frognano.github.auth import FETCH, PUBLISH, Permissions
 from frognano.github.client import RepoClient
 from frognano.github.errors import BranchConflict
 from frognano.github.models import FileChange, PullState
 from frognano.log import bound_contextvars, get_logger
 from frognano.policy.models import EffectivePolicy
-from frognano.run.baselines import RedisCache
 from frognano.run.followup import FollowUp
-from frognano.run.job import SolveJob
 from frognano.run.leftout import LeftOutLink
-from frognano.run.pipeline import SolveOutcome, solve
+from frognano.run.pipeline import SolveOutcome
 from frognano.run.runid import new_run_id
 
 __all__ = ["FOLLOWUP_MAX_TRIES", "run_follow_up"]
@@ -199,18 +194,12 @@ async def _run(
         await ack.react_to_comment(request.comment_id, "eyes")
     elif request.kind == "review_comment":
         await ack.react_to_review_comment(request.comment_id, "eyes")
-    status = StatusComment(
-        ack,
-        labelled.issue,
-        status_marker(labelled.issue),
-        queue=deps.queue,
-        repo_id=request.repo_id,
-        run_id=run_id,
-    )
+    attempt_ = Attempt.on_issue(deps, ack, issue=labelled.issue, repo_id=request.repo_id,
+                                run_id=run_id, number=attempt)  # fmt: skip
+    status = attempt_.status
     base_sha = history.ours[0].parent
     if base_sha is None:
         raise ValueError(f"the first commit of #{pull.number} has no parent")
-    out_dir = deps.settings.trajectory_dir / run_id / f"attempt-{attempt}"
     fetch = await _client(deps, request, FETCH)
     with bound_contextvars(run_id=run_id), tempfile.TemporaryDirectory(prefix="frognano-") as tmp:
         base_tree = await fetch.download_tree(base_sha, Path(tmp) / "base")
@@ -220,35 +209,23 @@ async def _run(
         found = (*base_tree.left_out, *head_tree.left_out)
         left_out = tuple(dict.fromkeys(LeftOutLink(link.path, link.target) for link in found))
         review, asked = await _review(ack, request)
-        job = SolveJob(
+        job = attempt_.job(
             repo_dir=base,
-            exclude=(),
             title=labelled.title,
             body=labelled.body,
-            out_dir=out_dir,
             repo=request.repo,
             policy=policy,
-            policy_source=f"{deps.settings.policy_dir}",
-            backend=deps.settings.sandbox,
-            run_id=run_id,
-            attempt=attempt,
-            baseline_cache=RedisCache(deps.queue.redis),
-            wait_for_model=True,
+            left_out=left_out,
             follow_up=FollowUp(head, review, round=history.followups + 2, head_exclude=()),
-            left_out_links=left_out,
         )
-        max_steps = policy.agent.max_steps
-        await status.say(Working(step=0, max_steps=max_steps, run_id=run_id))
-        outcome = await solve(
-            deps.ports(), job, on_progress=status.progress(max_steps), on_stage=status.stage
-        )
+        outcome = await attempt_.solve(job, can_cancel=False)
     if not outcome.patch_ready or outcome.follow_up is None or not outcome.follow_up.increment:
         await status.say(FollowUpNoCommit(url=pull.html_url, why=outcome.report, run_id=run_id))
         log.info("followup.no_commit")
         return "no_commit"
     round_ = _Round(history, labelled, history.followups + 2, asked)
     return await _commit(deps, request, pull=pull, round_=round_, outcome=outcome,
-                         status=status, run_id=run_id, out_dir=out_dir)  # fmt: skip
+                         attempt=attempt_)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -305,9 +282,7 @@ async def _commit(
     pull: PullState,
     round_: _Round,
     outcome: SolveOutcome,
-    status: StatusComment,
-    run_id: str,
-    out_dir: Path,
+    attempt: Attempt,
 ) -> str:
     """Step 5 above: the new commit on the head, its check runs, the branch, the status
     comment."""
@@ -315,11 +290,8 @@ async def _commit(
         raise ValueError("a follow-up's outcome without its increment")
     client = await _client(deps, request, PUBLISH)
     app_login = await deps.app.app_login()
-    moved = "The branch moved while FrogNano worked on your request: nothing was committed."
     if await client.branch_sha(pull.head_ref) != pull.head_sha:
-        await reply(client, pull.number, request.reply_key, request.commenter, moved)
-        log.warning("followup.branch_moved")
-        return "moved"
+        return await say_branch_moved(client, pull.number, request.reply_key, request.commenter)
     report, labelled = outcome.report, round_.labelled
     message = commit_message(
         labelled.issue,
@@ -337,19 +309,9 @@ async def _commit(
     )
     # The checks first: once the branch points at the commit, FrogNano's record of it (who
     # asked, what it answers) is already there for the gate and for a re-run of this job.
-    trajectory = out_dir / "trajectory.jsonl"
-    story = story_of(read_events(trajectory).events) if trajectory.is_file() else None
-    conclusion, title, summary, text = verification_check(report, story=story)
-    check_id = await client.upsert_check_run(
-        sha,
-        VERIFICATION_CHECK,
-        status="completed",
-        conclusion=conclusion,
-        title=title,
-        summary=summary,
-        text=text,
+    check_id = await write_verification_check(
+        client, sha, report, story=attempt.story(), marker=round_.marker(request)
     )
-    await client.set_check_run_external_id(check_id, round_.marker(request))
     # No review of the new head yet: the gate's own verdict for that, action_required.
     excluded = round_.excluded(app_login)
     verdict = evaluate([], head_sha=sha, excluded=excluded, app_login=app_login, permissions={})
@@ -357,16 +319,14 @@ async def _commit(
     try:
         await client.fast_forward(pull.head_ref, sha)
     except BranchConflict:
-        await reply(client, pull.number, request.reply_key, request.commenter, moved)
-        log.warning("followup.branch_moved")
-        return "moved"
+        return await say_branch_moved(client, pull.number, request.reply_key, request.commenter)
     story_url = f"{pull.html_url}/checks?check_run_id={check_id}"
-    await status.say(
+    await attempt.status.say(
         FollowUpCommitted(
             url=pull.html_url,
             sha=sha,
             round=round_.number,
-            run_id=run_id,
+            run_id=attempt.run_id,
             story_url=story_url,
             hidden=report["hidden_input"],
         )

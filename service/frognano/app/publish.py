@@ -31,7 +31,7 @@ from frognano.log import get_logger
 from frognano.policy.models import PublishPolicy
 from frognano.run.report import RunReport
 
-__all__ = ["Published", "branch_name", "publish"]
+__all__ = ["PublishRequest", "Published", "branch_name", "publish", "write_verification_check"]
 
 log = get_logger(__name__)
 
@@ -96,6 +96,26 @@ def branch_name(
     suffix = "" if attempt == 1 else f"-{int(attempt)}"
     on = "" if base is None else f"{base}/"
     return f"{policy.branch_prefix}{on}issue-{int(issue_number)}{suffix}"
+
+
+async def write_verification_check(
+    client: RepoClient, sha: str, report: RunReport, *, story: Story | None, marker: str
+) -> int:
+    """`FrogNano / verification` on `sha` (the run's evidence and story), then its
+    `external_id`: the review marker, FrogNano's record of the round, which only this App
+    can write. A first run's commit and a follow-up's both get it this way."""
+    conclusion, title, summary, text = verification_check(report, story=story)
+    check_id = await client.upsert_check_run(
+        sha,
+        VERIFICATION_CHECK,
+        status="completed",
+        conclusion=conclusion,
+        title=title,
+        summary=summary,
+        text=text,
+    )
+    await client.set_check_run_external_id(check_id, marker)
+    return check_id
 
 
 def _publishable(report: RunReport) -> None:
@@ -205,40 +225,50 @@ async def _reviewers(
     return tuple(refused)
 
 
+@dataclass(frozen=True)
+class PublishRequest:
+    """What one run asks `publish` to put on GitHub: its verified files and report, the
+    base they go on, and the issue as labelled with who labelled it."""
+
+    report: RunReport
+    changes: Sequence[FileChange]
+    """The run's verified files, exactly the tree the patch's tests ran in."""
+    base_sha: str
+    base_branch: str
+    issue_number: int
+    issue_title: str
+    issue_body: str
+    """The issue as labelled: the check's marker keeps their digest."""
+    labeller: str
+    labeller_id: int | None
+    """The webhook's `sender.id`: the co-author trailer survives a rename; None uses the
+    login only."""
+    run_id: str
+    trajectory_location: str
+    story: Story | None
+    """The run's trajectory condensed for the verification check (None: none kept)."""
+    fresh_branch: bool = False
+    """A retry: a branch a human pushed to is passed over for the next free one instead of
+    raising BranchConflict."""
+    picked_base: bool = False
+    """A base a writer chose, not the default branch: the branch is named after
+    `base_branch` and compared with it."""
+
+
 async def publish(
-    client: RepoClient,
-    *,
-    report: RunReport,
-    changes: Sequence[FileChange],
-    base_sha: str,
-    base_branch: str,
-    issue_number: int,
-    issue_title: str,
-    issue_body: str,
-    labeller: str,
-    labeller_id: int | None,
-    run_id: str,
-    policy: PublishPolicy,
-    trajectory_location: str,
-    story: Story | None,
-    app_login: str,
-    fresh_branch: bool = False,
-    picked_base: bool = False,
+    client: RepoClient, request: PublishRequest, *, policy: PublishPolicy, app_login: str
 ) -> Published:
-    """Publish the run's verified `changes` on `base_sha` as a draft pull request into
-    `base_branch` (see the comment above for the steps). Idempotent: calling it again with
-    the same arguments, after a crash or not, changes nothing more. Raises ValueError when
-    the report is not publishable, BranchConflict when a human pushed to the branch, and
-    GitHubError when GitHub fails beyond the retries. `labeller_id` (the webhook's
-    `sender.id`) makes the co-author trailer survive a rename; None uses the login only.
-    `story` is the run's trajectory condensed for the verification check (None: none kept).
-    `fresh_branch` (a retry): a branch a human pushed to is passed over for the next free
-    one instead of raising BranchConflict. `picked_base` (a base a writer chose, not the
-    default branch): the branch is named after `base_branch` and compared with it.
-    `issue_title` and `issue_body` are the issue as labelled: the check's marker keeps their
-    digest."""
+    """Publish the run's verified changes on the request's base as a draft pull request
+    into its base branch (see the comment above for the steps). Idempotent: calling it
+    again with the same request, after a crash or not, changes nothing more. Raises
+    ValueError when the report is not publishable, BranchConflict when a human pushed to
+    the branch, and GitHubError when GitHub fails beyond the retries."""
+    report, changes, issue_number = request.report, request.changes, request.issue_number
+    base_sha, base_branch, labeller = request.base_sha, request.base_branch, request.labeller
+    labeller_id, run_id = request.labeller_id, request.run_id
+    issue_title, picked_base = request.issue_title, request.picked_base
     _publishable(report)
-    digest = issue_digest(issue_title, issue_body)
+    digest = issue_digest(issue_title, request.issue_body)
     marker = review_marker(run_id, labeller, issue_number, text=digest)  # validates the login
 
     message = commit_message(
@@ -249,7 +279,7 @@ async def publish(
         co_author_id=labeller_id,
     )
     co_author = co_author_trailer(labeller, labeller_id).removeprefix("Co-authored-by: ")
-    attempts = MAX_RETRY_BRANCHES if fresh_branch else 1
+    attempts = MAX_RETRY_BRANCHES if request.fresh_branch else 1
     for attempt in range(1, attempts + 1):
         on = base_branch if picked_base else None
         branch = branch_name(policy, issue_number, attempt, on)
@@ -272,17 +302,9 @@ async def publish(
             break
     bound = log.bind(repo=client.full_name, issue=issue_number, run_id=run_id, branch=branch)
 
-    conclusion, title, summary, text = verification_check(report, story=story)
-    verification_id = await client.upsert_check_run(
-        head,
-        VERIFICATION_CHECK,
-        status="completed",
-        conclusion=conclusion,
-        title=title,
-        summary=summary,
-        text=text,
+    verification_id = await write_verification_check(
+        client, head, report, story=request.story, marker=marker
     )
-    await client.set_check_run_external_id(verification_id, marker)
     review_id = await _human_review_check(client, head, labeller=labeller, app_login=app_login)
 
     previous = await _open_pull(client, branch, base_branch)
@@ -294,7 +316,7 @@ async def publish(
             issue_number=issue_number,
             link=policy.link,
             run_id=run_id,
-            trajectory_location=trajectory_location,
+            trajectory_location=request.trajectory_location,
             draft=draft,
         )
 

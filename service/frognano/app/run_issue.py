@@ -10,23 +10,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 from arq.worker import Retry
-from prometheus_client import Counter
 
-from frognano.agent.story import Story, story_of
-from frognano.agent.trajectory import read_events
-from frognano.app.cancelling import RunCancelled, cancellable
+from frognano.app.attempt import Attempt, RunDeps
+from frognano.app.cancelling import RunCancelled
 from frognano.app.decisions import RunRequest
 from frognano.app.intake import IntakeQueue, Waiting
-from frognano.app.ledger import LabelledIssue, Ledger
+from frognano.app.ledger import LabelledIssue
 from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
-from frognano.app.publish import publish
+from frognano.app.publish import PublishRequest, publish
 from frognano.app.replies import reply
 from frognano.app.status import (
     Cancelled,
@@ -35,54 +33,24 @@ from frognano.app.status import (
     Published,
     Queued,
     TreeRefused,
-    Working,
-    status_marker,
 )
 from frognano.app.status_comment import StatusComment
 from frognano.errors import FrogNanoError, SandboxBusy
 from frognano.github.archive import ArchiveRefused
-from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, GitHubApp, Permissions
+from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, Permissions
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange
 from frognano.log import bound_contextvars, get_logger
 from frognano.policy.models import EffectivePolicy
 from frognano.policy.paths import path_matches
-from frognano.policy.store import PolicyStore
-from frognano.run.baselines import RedisCache
-from frognano.run.job import SolveJob
 from frognano.run.leftout import LeftOutLink
-from frognano.run.pipeline import SolveOutcome, solve
-from frognano.run.ports import RunPorts
-from frognano.settings import Settings
+from frognano.run.pipeline import SolveOutcome
 
-__all__ = ["RUN_MAX_TRIES", "RunDeps", "run_issue"]
+__all__ = ["RUN_MAX_TRIES", "run_issue"]
 
 log = get_logger(__name__)
 
 RUN_MAX_TRIES = 3
-
-
-@dataclass(kw_only=True)
-class RunDeps:
-    """What a run needs; the worker's WorkerDeps, made once by `build_worker`, is one."""
-
-    settings: Settings
-    app: GitHubApp
-    policies: PolicyStore
-    queue: IntakeQueue
-    ledger: Ledger
-    """FrogNano's own records (the issue as labelled, who pushed to its pull requests)."""
-    runs: Counter
-    """Run jobs by how they ended, label `result`."""
-    busy_retry_seconds: float
-    """How long a run that found the sandbox quota full waits, times its attempt number,
-    before it tries again (at most RUN_MAX_TRIES attempts in all)."""
-    make_ports: Callable[[Settings], RunPorts] = RunPorts.from_settings
-    """How a run reaches the model and makes sandboxes, from the settings as they are when
-    the run starts (the composition root's choice)."""
-
-    def ports(self) -> RunPorts:
-        return self.make_ports(self.settings)
 
 
 async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt: int) -> str:
@@ -120,14 +88,15 @@ async def _stages(run: _Run) -> str:  # noqa: PLR0911 - one return per outcome
     request = run.request
     labelled = LabelledIssue(request.issue.number, request.title, request.body, request.labeller)
     await run.deps.ledger.keep_issue(run.run_id, labelled)  # what every later round works from
-    status = await _acknowledge(run, ack)
+    attempt = await _acknowledge(run, ack)
+    status = attempt.status
     try:
         async with _fetch(run) as base:
-            outcome = await _pipeline(run, policy, base, status)
+            outcome = await _pipeline(run, policy, base, attempt)
         if not outcome.patch_ready:
             await status.say(NoPullRequest(why=outcome.report, run_id=run.run_id))
             return "no_pull_request"
-        await _publish(run, policy, base, outcome, status)
+        await _publish(run, policy, base, outcome, attempt)
     except RunCancelled as exc:
         await status.say(Cancelled(reason=str(exc), run_id=run.run_id))
         return "cancelled"
@@ -168,11 +137,6 @@ class _Run:
             issue.installation_id, issue.repo, issue.repo_id, permissions
         )
 
-    @property
-    def out_dir(self) -> Path:
-        """Where this attempt's reports and trajectory go."""
-        return self.deps.settings.trajectory_dir / self.run_id / f"attempt-{self.attempt}"
-
 
 async def _authorise(run: _Run, policy: EffectivePolicy) -> RepoClient | None:
     """The acknowledging client when the labeller may start a run, else None."""
@@ -186,20 +150,14 @@ async def _authorise(run: _Run, policy: EffectivePolicy) -> RepoClient | None:
     return ack
 
 
-async def _acknowledge(run: _Run, ack: RepoClient) -> StatusComment:
+async def _acknowledge(run: _Run, ack: RepoClient) -> Attempt:
     """👀 on the issue, and its status comment saying the run is queued."""
     issue = run.request.issue
-    status = StatusComment(
-        ack,
-        issue.number,
-        status_marker(issue.number),
-        queue=run.deps.queue,
-        repo_id=issue.repo_id,
-        run_id=run.run_id,
-    )
+    attempt = Attempt.on_issue(run.deps, ack, issue=issue.number, repo_id=issue.repo_id,
+                               run_id=run.run_id, number=run.attempt)  # fmt: skip
     await ack.react(issue.number, "eyes")
-    await status.say(Queued(run_id=run.run_id))
-    return status
+    await attempt.status.say(Queued(run_id=run.run_id))
+    return attempt
 
 
 async def _refuse_base(run: _Run, policy: EffectivePolicy, ack: RepoClient) -> bool:
@@ -256,43 +214,27 @@ async def _fetch(run: _Run) -> AsyncIterator[_Base]:
 
 
 async def _pipeline(
-    run: _Run, policy: EffectivePolicy, base: _Base, status: StatusComment
+    run: _Run, policy: EffectivePolicy, base: _Base, attempt: Attempt
 ) -> SolveOutcome:
     """Solve the issue on the base tree (sandbox, agent, verification, gate), cancellable."""
-    deps, request = run.deps, run.request
-    job = SolveJob(
+    request = run.request
+    job = attempt.job(
         repo_dir=base.tree,
-        exclude=(),
         title=request.title,
         body=request.body,
-        out_dir=run.out_dir,
         repo=request.issue.repo,
         policy=policy,
-        policy_source=f"{deps.settings.policy_dir}",
-        backend=deps.settings.sandbox,
-        run_id=run.run_id,
-        attempt=run.attempt,
-        baseline_cache=RedisCache(deps.queue.redis),
-        wait_for_model=True,
-        left_out_links=base.left_out,
+        left_out=base.left_out,
     )
-    max_steps = policy.agent.max_steps
-    await status.say(Working(step=0, max_steps=max_steps, run_id=run.run_id))
-    return await cancellable(
-        deps.queue,
-        run.run_id,
-        lambda progress: solve(deps.ports(), job, on_progress=progress, on_stage=status.stage),
-        status.progress(max_steps),
-    )
+    return await attempt.solve(job, can_cancel=True)
 
 
 async def _publish(
-    run: _Run, policy: EffectivePolicy, base: _Base, outcome: SolveOutcome, status: StatusComment
+    run: _Run, policy: EffectivePolicy, base: _Base, outcome: SolveOutcome, attempt: Attempt
 ) -> None:
     """The verified patch as a draft pull request, linked from the status comment."""
     request = run.request
-    published = await publish(
-        await run.client(PUBLISH),
+    asked = PublishRequest(
         report=outcome.report,
         changes=[FileChange(c.path, c.mode or "100644", c.content) for c in outcome.changes],
         base_sha=base.sha,
@@ -303,15 +245,19 @@ async def _publish(
         labeller=request.labeller,
         labeller_id=request.labeller_id,
         run_id=run.run_id,
-        policy=policy.publish,
-        trajectory_location=f"{run.run_id}/attempt-{run.attempt}/trajectory.jsonl",
-        story=_story(run.out_dir / "trajectory.jsonl"),
-        app_login=await run.deps.app.app_login(),
+        trajectory_location=f"{attempt.trajectory_folder}/trajectory.jsonl",
+        story=attempt.story(),
         fresh_branch=request.retry,
         picked_base=base.picked,
     )
+    published = await publish(
+        await run.client(PUBLISH),
+        asked,
+        policy=policy.publish,
+        app_login=await run.deps.app.app_login(),
+    )
     pull = published.pull
-    await status.say(
+    await attempt.status.say(
         Published(
             url=pull.html_url,
             draft=pull.draft,
@@ -321,13 +267,6 @@ async def _publish(
             hidden=outcome.report["hidden_input"],
         )
     )
-
-
-def _story(path: Path) -> Story | None:
-    """The run's story from the trajectory this worker wrote (None when it kept none)."""
-    if not path.is_file():
-        return None
-    return story_of(read_events(path).events)
 
 
 async def _wait_for_sandbox(run: _Run, status: StatusComment, busy: SandboxBusy) -> NoReturn:

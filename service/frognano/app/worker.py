@@ -27,6 +27,7 @@ from arq.worker import Function, Worker, func
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 from redis.asyncio import Redis
 
+from frognano.app.attempt import RunDeps
 from frognano.app.command_job import run_command
 from frognano.app.decisions import CommandRequest, DropTokens, ReviewGateCheck, RunRequest
 from frognano.app.followup_job import FOLLOWUP_MAX_TRIES, run_follow_up
@@ -44,7 +45,7 @@ from frognano.app.jobs import JobData, deserialize, from_job, serialize
 from frognano.app.ledger import Ledger
 from frognano.app.orphans import heartbeat, recover_orphans
 from frognano.app.review_gate import review_gate
-from frognano.app.run_issue import RUN_MAX_TRIES, RunDeps, run_issue
+from frognano.app.run_issue import RUN_MAX_TRIES, run_issue
 from frognano.errors import FrogNanoError
 from frognano.github.auth import GitHubApp
 from frognano.github.retry import Transport
