@@ -52,7 +52,7 @@ def serve(kind: str, port: int, redis_url: str, prefix: str, log_file: str) -> N
     from pydantic import SecretStr  # noqa: PLC0415
 
     from frognano.app.intake import IntakeQueue  # noqa: PLC0415
-    from frognano.app.web import WEBHOOK_PATH, create_app  # noqa: PLC0415
+    from frognano.app.web.receiver import WEBHOOK_PATH, create_app  # noqa: PLC0415
     from frognano.cli.serve import run_server  # noqa: PLC0415
     from frognano.log import configure_logging  # noqa: PLC0415
     from frognano.settings import Settings  # noqa: PLC0415

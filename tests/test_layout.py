@@ -174,7 +174,7 @@ def test_the_backend_rule_catches_a_planted_import(tmp_path: Path) -> None:
     ]
 
 
-# Packages that must not reach what others own, beyond the package rules above: the gate reads
+# Packages that must not reach what others own, beyond the package rules above. The gate reads
 # the policy's models and paths, never the configuration's files (loading, merging, reloading).
 INNER_FORBIDDEN = {
     "frognano.policy.gate": (
@@ -183,6 +183,40 @@ INNER_FORBIDDEN = {
         "frognano.policy.merge",
         "frognano.policy.fileformat",
         "frognano.policy.issues",
+    ),
+    # The webhook decision code is sans-I/O: it decides from a delivery's bytes alone, so it
+    # reaches no client, queue, server or sandbox (GitHub's plain values are allowed).
+    "frognano.app.events": (
+        *(
+            f"frognano.github.{m}"
+            for m in (
+                "client",
+                "core",
+                "auth",
+                "retry",
+                "archive",
+                "issues",
+                "gitdata",
+                "pulls",
+                "checks",
+            )
+        ),
+        "frognano.app.intake",
+        "frognano.app.worker",
+        "frognano.app.web",
+        "frognano.run",
+        "frognano.sandbox",
+        "frognano.agent",
+        "redis",
+        "arq",
+        "httpx",
+        "github",
+        "fastapi",
+        "kubernetes",
+        "openai",
+        "socket",
+        "asyncio",
+        "subprocess",
     ),
 }
 
@@ -209,6 +243,8 @@ def test_the_inner_rules_catch_a_planted_import(tmp_path: Path) -> None:
         "frognano.policy.gate.python.code": "def f() -> None:\n    import frognano.policy.store\n",
         "frognano.policy.gate.scan": "from frognano.policy.models import GatePolicy\n",
         "frognano.run.pipeline": "from frognano.policy.loader import load_policies\n",
+        "frognano.app.events.triggers": "from frognano.github.client import RepoClient\n",
+        "frognano.app.events.fields": "from frognano.github.models import is_bot\nimport redis\n",
     }
     modules = {}
     for name, text in planted.items():
@@ -217,6 +253,8 @@ def test_the_inner_rules_catch_a_planted_import(tmp_path: Path) -> None:
     assert _inner_leaks(modules) == [
         "frognano.policy.gate.check:1 imports frognano.policy.loader",
         "frognano.policy.gate.python.code:2 imports frognano.policy.store",
+        "frognano.app.events.triggers:1 imports frognano.github.client",
+        "frognano.app.events.fields:2 imports redis",
     ]
 
 

@@ -9,12 +9,12 @@ import uuid
 
 import httpx
 
-from frognano.app.decisions import ReviewGateCheck
+from frognano.app.events.decisions import ReviewGateCheck
+from frognano.app.events.followups import FollowUpRequest
 from frognano.app.followup_job import run_follow_up
-from frognano.app.followups import FollowUpRequest
-from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK, parse_review_marker
 from frognano.app.status import status_marker
+from frognano.app.status_comment import reply_marker
 from tests.app import test_worker
 from tests.app.test_worker import CALC, FIX, GUARD, REPO, World, checks
 from tests.app.web.conftest import serving

@@ -16,9 +16,9 @@ import shlex
 import uuid
 from typing import Any
 
-from frognano.app.decisions import IssueRef, RunRequest
-from frognano.app.replies import reply_marker
+from frognano.app.events.decisions import IssueRef, RunRequest
 from frognano.app.status import status_marker
+from frognano.app.status_comment import reply_marker
 from tests.app import test_worker
 from tests.app.test_followup_job import BRANCH, command, doc_turns
 from tests.app.test_worker import FIX, REPO, World

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pytest
 
-from frognano.app.decisions import (
+from frognano.app.events.decisions import (
     CancelRequest,
     CommandRequest,
     DropTokens,
@@ -25,7 +25,7 @@ from frognano.app.decisions import (
     ReviewGateCheck,
     RunRequest,
 )
-from frognano.app.followups import FollowUpRequest
+from frognano.app.events.followups import FollowUpRequest
 from frognano.app.jobs import JobPayload, deserialize, from_job, serialize, to_job
 from frognano.app.jobschema import Schema
 from frognano.errors import FrogNanoError

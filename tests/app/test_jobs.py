@@ -7,8 +7,14 @@ import json
 
 import pytest
 
-from frognano.app.decisions import CommandRequest, DropTokens, IssueRef, ReviewGateCheck, RunRequest
-from frognano.app.followups import FollowUpRequest
+from frognano.app.events.decisions import (
+    CommandRequest,
+    DropTokens,
+    IssueRef,
+    ReviewGateCheck,
+    RunRequest,
+)
+from frognano.app.events.followups import FollowUpRequest
 from frognano.app.jobs import MalformedJob, deserialize, from_job, serialize, to_job
 
 RUN = RunRequest(IssueRef(100, "acme/calc", 42, 7), "d-1", "alice", "frognano", "T", "B", 5)

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 
 from frognano.app.command_job import run_command
-from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, LABELLED, VERIFICATION_CHECK
+from frognano.app.status_comment import reply_marker
 from tests.app import test_worker
 from tests.app.pushes import app_email, push
 from tests.app.test_followup_job import BRANCH, app_commits, command, doc_turns, first_run

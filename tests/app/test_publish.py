@@ -11,7 +11,7 @@ import pytest
 from frognano.agent.story import Story, StoryLine
 from frognano.app import status
 from frognano.app.commit import commit_message
-from frognano.app.decisions import ReviewGateCheck
+from frognano.app.events.decisions import ReviewGateCheck
 from frognano.app.ledger import Ledger, issue_digest
 from frognano.app.markdown import BODY_BUDGET, CHECK_BUDGET, neutralise, size
 from frognano.app.publish import Published, PublishRequest, publish

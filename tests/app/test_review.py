@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from frognano.app.decisions import ReviewGateCheck
+from frognano.app.events.decisions import ReviewGateCheck
 from frognano.app.ledger import LabelledIssue, Ledger
 from frognano.app.review import (
     HUMAN_REVIEW_CHECK,

@@ -8,8 +8,8 @@ import json
 import uuid
 from typing import Any
 
-from frognano.app.decisions import IssueRef, RunRequest
-from frognano.app.followups import FollowUpRequest
+from frognano.app.events.decisions import IssueRef, RunRequest
+from frognano.app.events.followups import FollowUpRequest
 from frognano.app.status import status_marker
 from tests.agent.qwen_tokens import forged_specials
 from tests.app import test_worker

@@ -28,7 +28,7 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from frognano.app.command_job import run_command
-from frognano.app.decisions import (
+from frognano.app.events.decisions import (
     CancelRequest,
     CommandRequest,
     IssueRef,
@@ -43,11 +43,11 @@ from frognano.app.intake import (
     RUN_JOB,
     IntakeQueue,
 )
-from frognano.app.replies import reply_marker
 from frognano.app.review import HUMAN_REVIEW_CHECK, VERIFICATION_CHECK
 from frognano.app.run_issue import run_issue
 from frognano.app.status import status_marker
-from frognano.app.web import create_app
+from frognano.app.status_comment import reply_marker
+from frognano.app.web.receiver import create_app
 from frognano.app.worker import FrogNanoWorker, WorkerDeps, build_worker, functions
 from frognano.github.client import RepoClient
 from frognano.github.models import FileChange

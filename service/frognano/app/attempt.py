@@ -13,9 +13,8 @@ from frognano.agent.trajectory import read_events
 from frognano.app.cancelling import cancellable
 from frognano.app.intake import IntakeQueue
 from frognano.app.ledger import Ledger
-from frognano.app.replies import reply
 from frognano.app.status import Working, status_marker
-from frognano.app.status_comment import StatusComment
+from frognano.app.status_comment import StatusComment, reply
 from frognano.github.auth import GitHubApp
 from frognano.github.client import RepoClient
 from frognano.log import get_logger

@@ -10,12 +10,12 @@
 from __future__ import annotations
 
 from frognano.app.attempt import RunDeps
-from frognano.app.commands import BASE, RETRY, STOP, word_base
-from frognano.app.decisions import CancelRequest, CommandRequest, RunRequest
+from frognano.app.events.commands import BASE, RETRY, STOP, word_base
+from frognano.app.events.decisions import CancelRequest, CommandRequest, RunRequest
 from frognano.app.intake import Submission
 from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
-from frognano.app.replies import reply
+from frognano.app.status_comment import reply
 from frognano.github.auth import ACKNOWLEDGE
 from frognano.github.client import RepoClient
 from frognano.log import bound_contextvars, get_logger

@@ -32,18 +32,18 @@ from arq.worker import Retry
 from frognano.agent.followup import Review, ReviewComment
 from frognano.app.attempt import Attempt, RunDeps, say_branch_moved
 from frognano.app.commit import co_author_trailer, commit_message
-from frognano.app.decisions import ReviewGateCheck
-from frognano.app.followups import FollowUpRequest
+from frognano.app.events.decisions import ReviewGateCheck
+from frognano.app.events.followups import FollowUpRequest
 from frognano.app.labelled import changed_notice, issue_texts
 from frognano.app.ledger import LabelledIssue
 from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
 from frognano.app.publish import write_verification_check
 from frognano.app.pull_history import PullHistory, read_history
-from frognano.app.replies import reply
 from frognano.app.review import Excluded, evaluate, review_marker
 from frognano.app.review_gate import complete_review_check, review_gate
 from frognano.app.status import FollowUpCommitted, FollowUpNoCommit
+from frognano.app.status_comment import reply
 from frognano.github.auth import FETCH, PUBLISH, Permissions
 from frognano.github.client import RepoClient
 from frognano.github.errors import BranchConflict

@@ -79,14 +79,14 @@ from arq.constants import (
 from arq.jobs import serialize_job
 from redis.asyncio import Redis
 
-from frognano.app.decisions import (
+from frognano.app.events.decisions import (
     CancelRequest,
     CommandRequest,
     DropTokens,
     ReviewGateCheck,
     RunRequest,
 )
-from frognano.app.followups import FollowUpRequest
+from frognano.app.events.followups import FollowUpRequest
 from frognano.app.intake_scripts import (
     CANCEL_SCRIPT,
     FINISH_SCRIPT,

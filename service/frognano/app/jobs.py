@@ -19,14 +19,14 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, Required, TypedDict, TypeVar
 
-from frognano.app.decisions import (
+from frognano.app.events.decisions import (
     CancelRequest,
     CommandRequest,
     DropTokens,
     ReviewGateCheck,
     RunRequest,
 )
-from frognano.app.followups import FollowUpRequest
+from frognano.app.events.followups import FollowUpRequest
 from frognano.app.jobschema import MalformedJob, Schema
 
 __all__ = [

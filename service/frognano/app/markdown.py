@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 # Text rules, for every renderer of what FrogNano posts (texts.py, status.py, story.py,
-# commit.py, labelled.py, replies.py, review.py):
+# commit.py, labelled.py, status_comment.py, review.py):
 # - Whatever the renderers did not write themselves (model output, issue titles, test ids,
 #   paths, reasons, stop details, branch and label names) is untrusted and goes through
 #   `inert` (inert.py) by way of the helpers below: `md` for Markdown prose, `quote` for

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from frognano.app.decisions import ReviewGateCheck
+from frognano.app.events.decisions import ReviewGateCheck
 from frognano.app.ledger import Ledger
 from frognano.app.markdown import md, mention
 from frognano.app.pull_history import read_history

@@ -19,13 +19,12 @@ from arq.worker import Retry
 
 from frognano.app.attempt import Attempt, RunDeps
 from frognano.app.cancelling import RunCancelled
-from frognano.app.decisions import RunRequest
+from frognano.app.events.decisions import RunRequest
 from frognano.app.intake import IntakeQueue, Waiting
 from frognano.app.ledger import LabelledIssue
 from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
 from frognano.app.publish import PublishRequest, publish
-from frognano.app.replies import reply
 from frognano.app.status import (
     Cancelled,
     Error,
@@ -34,7 +33,7 @@ from frognano.app.status import (
     Queued,
     TreeRefused,
 )
-from frognano.app.status_comment import StatusComment
+from frognano.app.status_comment import StatusComment, reply
 from frognano.errors import FrogNanoError, SandboxBusy
 from frognano.github.archive import ArchiveRefused
 from frognano.github.auth import ACKNOWLEDGE, FETCH, PUBLISH, Permissions

@@ -1,4 +1,4 @@
-"""An issue's status comment while a run is on: edited in place, progress edits throttled."""
+"""The App's comments on an issue: the status comment while a run is on, and short replies."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from collections.abc import Callable
 
 from frognano.agent.loop import Progress
 from frognano.app.intake import IntakeQueue
-from frognano.app.markdown import code
+from frognano.app.markdown import code, mention
 from frognano.app.status import Stage, Testing, Working, status_comment
 from frognano.github.client import RepoClient
 from frognano.log import get_logger
 
-__all__ = ["PROGRESS_EVERY_SECONDS", "StatusComment"]
+__all__ = ["PROGRESS_EVERY_SECONDS", "StatusComment", "reply", "reply_marker"]
 
 log = get_logger(__name__)
 
@@ -88,3 +88,20 @@ class StatusComment:
             self._later(status_comment(working, marker=self.marker))
 
         return update
+
+
+# -- the App's short replies on an issue: one comment per request, found again by its marker --
+
+
+def reply_marker(key: str) -> str:
+    """The hidden marker of the App's reply to the request `key` (a comment or delivery id)."""
+    safe = "".join(c for c in key if c.isalnum() or c in "-_.")
+    return f"<!-- frognano:reply:{safe} -->"
+
+
+async def reply(client: RepoClient, issue_number: int, key: str, login: str, text: str) -> None:
+    """Tell `login` why their request was not served, once: a re-run edits the same comment.
+    `text` is FrogNano's words, untrusted parts already made inert (markdown.py)."""
+    body = f"{mention(login)} {text}"
+    await client.upsert_status_comment(issue_number, reply_marker(key), body)
+    log.info("reply.posted", issue=issue_number, key=key)

@@ -29,9 +29,9 @@ from redis.asyncio import Redis
 
 from frognano.app.attempt import RunDeps
 from frognano.app.command_job import run_command
-from frognano.app.decisions import CommandRequest, DropTokens, ReviewGateCheck, RunRequest
+from frognano.app.events.decisions import CommandRequest, DropTokens, ReviewGateCheck, RunRequest
+from frognano.app.events.followups import FollowUpRequest
 from frognano.app.followup_job import FOLLOWUP_MAX_TRIES, run_follow_up
-from frognano.app.followups import FollowUpRequest
 from frognano.app.intake import (
     COMMAND_JOB,
     DEFAULT_KEY_PREFIX,

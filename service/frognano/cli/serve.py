@@ -15,7 +15,7 @@ import typer
 import uvicorn
 from fastapi import FastAPI
 
-from frognano.app.web_limits import ServerLimits, deadline_protocol
+from frognano.app.web.limits import ServerLimits, deadline_protocol
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 
@@ -77,7 +77,7 @@ def serve_command(
     /readyz says so and deliveries get 503).
     """
     # Imported here: cli.py imports this module to register the command.
-    from frognano.app.web import create_app  # noqa: PLC0415
+    from frognano.app.web.receiver import create_app  # noqa: PLC0415
     from frognano.errors import ConfigError  # noqa: PLC0415
 
     settings = _settings(ctx)

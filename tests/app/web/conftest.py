@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from frognano.app.intake import IntakeQueue
-from frognano.app.web import create_app
+from frognano.app.web.receiver import create_app
 from frognano.policy.store import PolicyStore
 from frognano.settings import Settings
 

@@ -19,7 +19,7 @@ from arq.worker import func
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from frognano.app.decisions import (
+from frognano.app.events.decisions import (
     CancelRequest,
     CommandRequest,
     DropTokens,
@@ -359,7 +359,7 @@ def test_the_serializer_is_json() -> None:
 
 
 async def test_submit_refuses_what_is_not_for_the_queue(space: Space) -> None:
-    from frognano.app.decisions import Ignored
+    from frognano.app.events.decisions import Ignored
 
     with pytest.raises(TypeError):
         await make_queue(space).submit(Ignored("x"))  # type: ignore[arg-type]

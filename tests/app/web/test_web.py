@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
 from frognano.app.intake import DROP_TOKENS_JOB, REVIEW_JOB, RUN_JOB
-from frognano.app.web import WEBHOOK_PATH, create_app
+from frognano.app.web.receiver import WEBHOOK_PATH, create_app
 from frognano.errors import ConfigError
 from frognano.policy.store import PolicyStore
 from frognano.settings import Settings

@@ -1,4 +1,4 @@
-"""Routing deliveries to decisions (frognano.app.triggers), on payloads with GitHub's shape."""
+"""Routing deliveries to decisions (app.events.triggers), on payloads with GitHub's shape."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from frognano.app.commands import label_base, word_base
-from frognano.app.decisions import (
+from frognano.app.events.commands import label_base, word_base
+from frognano.app.events.decisions import (
     CancelRequest,
     CommandRequest,
     Decision,
@@ -19,9 +19,9 @@ from frognano.app.decisions import (
     ReviewGateCheck,
     RunRequest,
 )
-from frognano.app.followups import FollowUpRequest
-from frognano.app.triggers import ROUTER, Lookups, Router, decide
-from frognano.app.webhooks import Delivery, parse_delivery
+from frognano.app.events.followups import FollowUpRequest
+from frognano.app.events.triggers import ROUTER, Lookups, Router, decide
+from frognano.app.events.webhooks import Delivery, parse_delivery
 
 from . import payloads as gh
 

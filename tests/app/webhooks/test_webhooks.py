@@ -1,4 +1,4 @@
-"""Signature checks and delivery parsing (frognano.app.webhooks)."""
+"""Signature checks and delivery parsing (frognano.app.events.webhooks)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 from starlette.datastructures import Headers
 
-from frognano.app.webhooks import (
+from frognano.app.events.webhooks import (
     Delivery,
     MalformedDelivery,
     SignatureError,

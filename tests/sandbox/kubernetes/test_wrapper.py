@@ -83,8 +83,11 @@ def test_input_ends_at_its_length_without_an_end_of_file(tmp_path: Path) -> None
 
 
 def test_the_recorded_group_is_the_commands_and_kill_ends_it(tmp_path: Path) -> None:
+    # The wrapper records the group just after starting the command: the command waits for
+    # that record before it prints, or the test could read the file before it is written.
+    wait = f"until [ -s '{tmp_path}/abc123' ]; do sleep 0.01; done"
     proc = subprocess.Popen(
-        wrapper_argv(tmp_path, "cut -d' ' -f5 /proc/$$/stat; sleep 30", limit=30),
+        wrapper_argv(tmp_path, f"{wait}; cut -d' ' -f5 /proc/$$/stat; sleep 30", limit=30),
         stdout=subprocess.PIPE,
         text=True,
     )

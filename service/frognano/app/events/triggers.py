@@ -39,9 +39,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from frognano.app import payload_fields as fields
-from frognano.app.commands import label_base, parse_command
-from frognano.app.decisions import (
+from frognano.app.events import fields
+from frognano.app.events.commands import label_base, parse_command
+from frognano.app.events.decisions import (
     CancelRequest,
     CommandRequest,
     Decision,
@@ -51,8 +51,8 @@ from frognano.app.decisions import (
     ReviewGateCheck,
     RunRequest,
 )
-from frognano.app.followups import FollowUpRequest, review_follow_up
-from frognano.app.webhooks import Delivery
+from frognano.app.events.followups import FollowUpRequest, review_follow_up
+from frognano.app.events.webhooks import Delivery
 from frognano.github.models import is_bot
 
 

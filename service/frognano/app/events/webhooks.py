@@ -48,7 +48,7 @@ class MalformedDelivery(FrogNanoError):
 
 @dataclass(frozen=True)
 class Delivery:
-    """One webhook delivery, parsed but not yet interpreted (see `frognano.app.triggers`)."""
+    """One webhook delivery, parsed but not yet interpreted (see `frognano.app.events.triggers`)."""
 
     id: str
     """`X-GitHub-Delivery`: the same on a redelivery, so the key for acting at most once."""

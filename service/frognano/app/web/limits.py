@@ -1,4 +1,4 @@
-"""Connection limits for the webhook receiver: header deadlines, keep-alive, concurrency."""
+"""The receiver's limits: header deadlines, keep-alive, concurrency, a body's size and time."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import h11
+from fastapi import Request
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from frognano.log import get_logger
@@ -76,3 +77,39 @@ def deadline_protocol(seconds: float) -> type[H11Protocol]:
             super().connection_lost(exc)
 
     return HeaderDeadline
+
+
+# -- reading a webhook body within a size limit and a deadline, whatever the client does --------
+
+
+class BodyTooLarge(Exception):
+    """The body is larger than the limit (declared or as it streamed in)."""
+
+
+class BodyTooSlow(Exception):
+    """The body did not arrive in full within the deadline."""
+
+
+async def read_body(request: Request, limit: int, deadline: float) -> bytes:
+    """The raw body; BodyTooLarge as soon as it is known to exceed `limit` bytes, BodyTooSlow
+    when it has not arrived in `deadline` seconds (a client trickling bytes would otherwise
+    hold a connection and a task for ever); ValueError for an unreadable Content-Length."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        size = int(declared)  # ValueError: the server would not have got here, but be strict
+        if size < 0:
+            raise ValueError("negative Content-Length")
+        if size > limit:
+            raise BodyTooLarge
+    chunks: list[bytes] = []
+    received = 0
+    try:
+        async with asyncio.timeout(deadline):
+            async for chunk in request.stream():
+                received += len(chunk)
+                if received > limit:
+                    raise BodyTooLarge
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyTooSlow from None
+    return b"".join(chunks)

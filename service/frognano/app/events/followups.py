@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from frognano.app import payload_fields as fields
-from frognano.app.commands import parse_command
-from frognano.app.webhooks import Delivery
+from frognano.app.events import fields
+from frognano.app.events.commands import parse_command
+from frognano.app.events.webhooks import Delivery
 
 __all__ = ["FollowUpRequest", "Kind", "review_follow_up"]
 

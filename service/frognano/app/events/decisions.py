@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frognano.app.followups import FollowUpRequest
+from frognano.app.events.followups import FollowUpRequest
 
 __all__ = [
     "CancelRequest",

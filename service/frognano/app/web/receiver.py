@@ -47,7 +47,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.requests import ClientDisconnect
 
-from frognano.app.decisions import (
+from frognano.app.events.decisions import (
     CancelRequest,
     CommandRequest,
     Decision,
@@ -56,13 +56,9 @@ from frognano.app.decisions import (
     ReviewGateCheck,
     RunRequest,
 )
-from frognano.app.followups import FollowUpRequest
-from frognano.app.intake import IntakeQueue
-from frognano.app.jobs import ReplyBody, submission_reply
-from frognano.app.triggers import decide
-from frognano.app.web_body import BodyTooLarge, BodyTooSlow, read_body
-from frognano.app.web_metrics import WebMetrics
-from frognano.app.webhooks import (
+from frognano.app.events.followups import FollowUpRequest
+from frognano.app.events.triggers import decide
+from frognano.app.events.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
     Delivery,
@@ -71,6 +67,10 @@ from frognano.app.webhooks import (
     parse_delivery,
     verify_request_signature,
 )
+from frognano.app.intake import IntakeQueue
+from frognano.app.jobs import ReplyBody, submission_reply
+from frognano.app.web.limits import BodyTooLarge, BodyTooSlow, read_body
+from frognano.app.web.metrics import WebMetrics
 from frognano.errors import ConfigError
 from frognano.log import get_logger
 from frognano.policy.merge import PolicySet

@@ -1,0 +1,1 @@
+"""What a webhook delivery decides, without I/O: its verification, its fields, the decision."""

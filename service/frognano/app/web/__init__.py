@@ -1,0 +1,1 @@
+"""The webhook receiver: its routes, its connection and body limits, its metrics."""
