@@ -10,6 +10,7 @@ import hmac
 import inspect
 import itertools
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -262,6 +263,28 @@ async def test_an_unauthorised_labeller_gets_no_run_and_no_comment(world: World)
     assert repo.pulls == {}
     assert repo.comments(7) == []
     assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
+
+
+async def test_a_run_that_starts_on_a_broken_policy_says_it_uses_the_last_good_one(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    policy = world.deps.settings.policy_dir / "default.yaml"
+    policy.write_text("version: 1\nbogus: 1\n")
+    assert world.deps.policies.reload() is False
+    with ScriptedModelServer([]) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        assert await world.submit(world.request(labeller="eve")) == "queued"
+        await world.work()
+    # The last good policy decided (eve is below its `min_permission`), and the log says so.
+    assert world.deps.runs.labels(result="unauthorised")._value.get() == 1
+    (line,) = [
+        r.getMessage() for r in caplog.records if "policy.last_good_in_force" in r.getMessage()
+    ]
+    assert f"{policy}:2: bogus: " in line
+    assert "generation=1" in line
 
 
 async def test_an_outsiders_queued_label_does_not_block_a_writers(world: World) -> None:

@@ -86,7 +86,7 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
             check = ReviewGateCheck(request.installation_id, request.repo, request.repo_id,
                                     request.pull_number, "", request.delivery_id)  # fmt: skip
             await review_gate(deps.app, check, deps.ledger)
-        policy = deps.policies.current.for_repo(request.repo)
+        policy = deps.policies.in_force().for_repo(request.repo)
         if not policy.enabled:
             log.info("followup.disabled")
             return "disabled"

@@ -75,7 +75,7 @@ async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt:
 
 
 async def _stages(run: _Run) -> str:  # noqa: PLR0911 - one return per outcome
-    policy = run.deps.policies.current.for_repo(run.request.issue.repo)
+    policy = run.deps.policies.in_force().for_repo(run.request.issue.repo)
     if not policy.enabled:
         log.info("run.disabled")
         return "disabled"

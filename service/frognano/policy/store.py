@@ -101,6 +101,19 @@ class PolicyStore:
             generation=self.generation,
         )
 
+    def in_force(self) -> PolicySet:
+        """`current`, for one run; logs `policy.last_good_in_force` (a warning naming the
+        problems) when the latest change did not load, so the run says which policy it used."""
+        current, errors, generation = self.current, self.errors, self.generation
+        if errors:
+            log.warning(
+                "policy.last_good_in_force",
+                directory=str(self.directory),
+                generation=generation,
+                errors=[str(issue) for issue in errors],
+            )
+        return current
+
     def changed(self) -> bool:
         """Whether the directory differs from what the latest attempt read."""
         return _fingerprint(self.directory) != self._seen

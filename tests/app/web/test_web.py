@@ -458,7 +458,12 @@ async def test_healthz_and_readyz_when_all_is_well(client: httpx.AsyncClient) ->
     assert (ready.status_code, ready.json()) == (200, {"status": "ready", "reasons": []})
 
 
-async def test_readyz_is_503_with_the_policy_errors(space: Space, tmp_path: Path) -> None:
+async def test_a_bad_policy_change_leaves_the_receiver_ready_and_says_degraded(
+    space: Space, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One bad policy rollout must not take every web pod out of the Service: the last good
+    # policy still decides, so /readyz stays 200 and names the broken file and line.
+    caplog.set_level(logging.INFO)
     (tmp_path / "10-base.yaml").write_text("version: 1\n")
     store = PolicyStore(tmp_path, registry=space.registry)
     with serving(make_app(space, policies=store)) as url:
@@ -466,16 +471,47 @@ async def test_readyz_is_503_with_the_policy_errors(space: Space, tmp_path: Path
             (tmp_path / "10-base.yaml").write_text("version: 1\nbogus: 1\n")
             assert store.reload() is False
             ready = await http.get("/readyz")
-            assert ready.status_code == 503
-            reasons = ready.json()["reasons"]
-            assert len(reasons) == len(store.errors) >= 1
-            assert reasons[0].startswith("policy: ")
-            assert "bogus" in reasons[0]
+            assert ready.status_code == 200
+            body = ready.json()
+            assert body["status"] == "degraded"
+            assert body["reasons"] == []
+            (problem,) = body["policy"]["errors"]
+            assert problem.startswith(f"{tmp_path / '10-base.yaml'}:2: bogus: ")
+            assert body["policy"]["generation"] == 1
+            metrics = set((await http.get("/metrics")).text.splitlines())
+            assert "frognano_policy_errors 1.0" in metrics
+            assert "policy.invalid" in caplog.text
             # The last good policy still serves deliveries.
             assert (await post(http, issue_event(space))).status_code == 202
             (tmp_path / "10-base.yaml").write_text("version: 1\n")
             assert store.reload() is True
-            assert (await http.get("/readyz")).status_code == 200
+            ready = await http.get("/readyz")
+            assert (ready.status_code, ready.json()) == (200, {"status": "ready", "reasons": []})
+
+
+async def test_a_bad_policy_does_not_hide_a_redis_outage(space: Space, tmp_path: Path) -> None:
+    (tmp_path / "10-base.yaml").write_text("version: 1\n")
+    store = PolicyStore(tmp_path, registry=space.registry)
+    app = make_app(space, policies=store, redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    with serving(app) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            (tmp_path / "10-base.yaml").write_text("version: 1\nbogus: 1\n")
+            assert store.reload() is False
+            ready = await http.get("/readyz")
+            assert ready.status_code == 503
+            body = ready.json()
+            assert body["status"] == "unready"
+            assert [r.split(":")[0] for r in body["reasons"]] == ["redis"]
+            assert len(body["policy"]["errors"]) == 1
+
+
+def test_without_a_good_policy_the_receiver_does_not_start(tmp_path: Path) -> None:
+    # Nothing could be decided: `frognano serve` exits 2 before listening, so the pod never
+    # becomes ready (see docs/deploy.md).
+    (tmp_path / "10-base.yaml").write_text("version: 1\nbogus: 1\n")
+    settings = Settings(webhook_secret=SecretStr(SECRET), policy_dir=tmp_path)
+    with pytest.raises(ConfigError, match="bogus"):
+        create_app(settings, registry=CollectorRegistry())
 
 
 async def test_metrics_count_deliveries_failures_and_enqueue_time(

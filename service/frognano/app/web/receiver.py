@@ -17,8 +17,9 @@
 #     500  the policy in force cannot be resolved for the repository (logged); redeliver once
 #          the policy is fixed
 #
-# `GET /healthz` (200 while the process serves), `GET /readyz` (200 when Redis answers PING and
-# the policy files loaded; otherwise 503 with the reasons), `GET /metrics` (Prometheus).
+# `GET /healthz` (200 while the process serves), `GET /readyz` (200 while Redis answers PING,
+# `degraded` in its body while a broken policy change is not applied; see readiness.py),
+# `GET /metrics` (Prometheus).
 #
 # Nothing is done at import; `create_app` wires everything from the settings, the Redis client
 # is made in the lifespan, which also runs the policy store's hot reload. The body and the
@@ -71,6 +72,7 @@ from frognano.app.intake import IntakeQueue
 from frognano.app.jobs import ReplyBody, submission_reply
 from frognano.app.web.limits import BodyTooLarge, BodyTooSlow, read_body
 from frognano.app.web.metrics import WebMetrics
+from frognano.app.web.readiness import readiness
 from frognano.errors import ConfigError
 from frognano.log import get_logger
 from frognano.policy.merge import PolicySet
@@ -377,19 +379,7 @@ def create_app(
 
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
-        reasons: list[str] = []
-        queue = intake.queue
-        if queue is None:
-            reasons.append("redis: the client is not started")
-        else:
-            try:
-                await asyncio.wait_for(queue.ping(), timeout=REDIS_TIMEOUT)
-            except (RedisError, OSError, TimeoutError) as exc:
-                reasons.append(f"redis: no answer to PING ({type(exc).__name__})")
-        reasons.extend(f"policy: {issue}" for issue in store.errors)
-        if reasons:
-            return JSONResponse({"status": "unready", "reasons": reasons}, status_code=503)
-        return JSONResponse({"status": "ready", "reasons": []})
+        return await readiness(intake.queue, store, REDIS_TIMEOUT)
 
     @app.get("/metrics")
     async def metrics() -> Response:
