@@ -234,6 +234,29 @@ async def test_model_down_is_a_model_error(box: LocalSandbox, tmp_path: Path) ->
     assert "503" in result.detail
 
 
+async def test_calls_of_a_reply_the_server_aborted_are_never_run(
+    box: LocalSandbox, tmp_path: Path
+) -> None:
+    """SGLang aborted the reply in the middle of a Write: the parsed call carries a cut-off
+    content. Running it would overwrite the file with half of it."""
+    cut = Turn(
+        reasoning="Rewrite it.",
+        calls=[("Write", {"file_path": "/workspace/calc.py", "content": "def mean(xs):\n    if"})],
+        finish_reason="abort",
+    )
+    read = Turn(reasoning="Read it.", calls=[("Read", {"file_path": "/workspace/calc.py"})])
+    with ScriptedModelServer([read, cut, Turn(content="Stopping here.")]) as server:
+        result, events = await run(server, box, tmp_path)
+        requests = server.requests
+    assert await box.read_file("/workspace/calc.py") == CALC
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.stats.tools_used == {"Read": 1}
+    refused = [m for m in requests[-1]["messages"] if m["role"] == "tool"][-1]
+    assert refused["content"] == prompts.ABORTED_TURN
+    assert "aborted" in refused["content"]
+    assert [e["executed"] for e in events if e["event"] == "tool"] == [True, False]
+
+
 # -- the loop's own logic: the in-process ScriptedModel ----------------------------------------
 
 
@@ -264,6 +287,19 @@ async def test_three_truncated_turns_end_the_run(tmp_path: Path) -> None:
     result, _ = await run_loop(model, Tools(), tmp_path)
     assert result.stop_reason is StopReason.MODEL_ERROR
     assert result.detail == "3 replies in a row were cut off at 8192 tokens"
+
+
+async def test_three_aborted_calls_end_the_run_none_of_them_run(tmp_path: Path) -> None:
+    write = ("Write", {"file_path": "/workspace/calc.py", "content": "def"})
+    model = ScriptedModel([ScriptedTurn(calls=[write], finish_reason="abort")] * 3)
+    tools = Tools()
+    result, _ = await run_loop(model, tools, tmp_path)
+    assert tools.calls == []
+    assert result.stop_reason is StopReason.MODEL_ERROR
+    assert result.detail == (
+        "3 replies in a row were cut off at 8192 tokens or aborted by the server"
+    )
+    assert (result.stats.truncated_turns, result.stats.format_reminders) == (0, 0)
 
 
 async def test_an_empty_reply_gets_a_format_reminder_not_completion(tmp_path: Path) -> None:
@@ -305,8 +341,8 @@ async def test_replies_that_keep_failing_end_as_no_answer(tmp_path: Path) -> Non
         "3 replies in a row had neither a tool call the server could parse nor an answer "
         "(the server aborted them)"
     )
-    assert result.stats.format_reminders == 3
-    assert len(model.requests) == 3  # no fourth request after the last reminder is due
+    assert result.stats.format_reminders == 2  # the third reply ended the run: no reminder
+    assert len(model.requests) == 3
 
 
 async def test_calls_run_in_order_with_one_result_each(tmp_path: Path) -> None:

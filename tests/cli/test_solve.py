@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from frognano.agent.prompts import FORMAT_REMINDER
 from frognano.agent.trajectory import read_events
 from tests.conftest import processes_with, wait_until
 from tests.fakes.model_server import ScriptedModelServer, Turn
@@ -165,6 +166,31 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     assert "Run ended: <code>completed</code> after 5 steps" in html
     assert "http://" not in html  # self-contained: nothing is fetched
     assert "https://" not in html
+
+
+def test_the_report_counts_the_format_reminders_sent(
+    repo: Path, issue: Path, tmp_path: Path
+) -> None:
+    """Three empty replies end the run as no_answer; only the first two got a reminder."""
+    out = tmp_path / "out"
+    with ScriptedModelServer([Turn(content="\n\n")] * 3) as server:
+        subprocess.run(
+            solve_argv(repo, issue, out),
+            env=environment(server, tmp_path),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        requests = server.requests
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    assert report["stop_reason"] == "no_answer"
+    assert len(requests) == 3
+    reminders = [
+        m for m in requests[-1]["messages"] if m == {"role": "user", "content": FORMAT_REMINDER}
+    ]
+    assert len(reminders) == 2
+    assert report["format_reminders"] == len(reminders)
 
 
 def test_the_agent_sees_no_history_and_no_credentials(

@@ -151,10 +151,14 @@ class AgentLoop:
             turn = await self._ask()
             self.stats.steps += 1
             self._append(history_message(turn.message))
-            if turn.truncated:
-                self.stats.truncated_turns += 1
+            aborted = turn.finish_reason == "abort" and bool(turn.tool_calls)
+            if turn.truncated or aborted:
+                # Cut off at max_tokens, or aborted by the server: a parsed call may carry
+                # cut-off arguments (half a Write), so none of them runs.
+                self.stats.truncated_turns += turn.truncated
                 self._format_errors += 1
                 message = prompts.TRUNCATED_TURN.format(limit=limits.max_tokens_per_turn)
+                message = prompts.ABORTED_TURN if aborted else message
                 calls = turn.tool_calls or (ToolCall(f"truncated-{self.stats.steps}", "", ""),)
                 for call in calls:
                     self._append_result(call, ToolResult(message, is_error=True), 0.0, run=False)
@@ -162,7 +166,8 @@ class AgentLoop:
                     return self._result(
                         StopReason.MODEL_ERROR,
                         f"{self._format_errors} replies in a row were cut off at "
-                        f"{limits.max_tokens_per_turn} tokens",
+                        f"{limits.max_tokens_per_turn} tokens"
+                        + (" or aborted by the server" if aborted else ""),
                     )
             elif not turn.tool_calls:
                 summary = turn.content.strip()
@@ -170,7 +175,6 @@ class AgentLoop:
                     return self._result(StopReason.COMPLETED, "the agent finished", summary)
                 # SGLang drops a call it cannot parse, and everything after its marker, and
                 # answers "stop": an empty reply is a failed call, not an answer.
-                self.stats.format_reminders += 1
                 self._format_errors += 1
                 if self._format_errors >= limits.max_format_errors:
                     return self._result(
@@ -179,6 +183,7 @@ class AgentLoop:
                         "server could parse nor an answer"
                         + (" (the server aborted them)" if turn.finish_reason == "abort" else ""),
                     )
+                self.stats.format_reminders += 1  # counted as sent, never the one not due
                 self._append({"role": "user", "content": prompts.FORMAT_REMINDER})
             else:
                 self._format_errors = 0

@@ -90,8 +90,8 @@ class AgentStats:
     tool_errors: int = 0
     truncated_turns: int = 0
     format_reminders: int = 0
-    """Replies with neither a tool call nor an answer (or aborted by the server), each
-    answered with a short reminder of the format."""
+    """Reminders of the format sent, one after each reply with neither a tool call nor an
+    answer (or aborted by the server) that did not end the run."""
     compactions: int = 0
     prompt_tokens: int = 0
     """Sum over requests, as the server reported."""

@@ -85,6 +85,12 @@ TRUNCATED_TURN = (
     "example several Edit calls instead of one long Write).</tool_use_error>"
 )
 
+ABORTED_TURN = (
+    "<tool_use_error>The server aborted your last reply before it finished, so none of its "
+    "tool calls were run: their arguments may be cut off. Make the calls again."
+    "</tool_use_error>"
+)
+
 FORMAT_REMINDER = (
     "Your last reply had no tool call that could be run and no answer. To use a tool, write "
     "one <tool_call> block with <function=NAME> and one <parameter=NAME> per argument; when "
