@@ -185,7 +185,8 @@ def test_explain_with_invalid_files_prints_the_errors(runs: dict[str, Done]) -> 
 DROP_WARNING = (
     "policies/50-a-team-with-a-long-file-name.yaml:8: warning: "
     "repos[0].gate.forbidden_paths: replaces the list and drops 84 of the 85 entries it had "
-    "(83 of them built-in defaults): '.gitlab-ci.yml', '.gitlab/**', '.circleci/**', "
+    "(83 built-in defaults; 1 set at policies/50-a-team-with-a-long-file-name.yaml:4 "
+    "(defaults)): '.gitlab-ci.yml', '.gitlab/**', '.circleci/**', "
     "'.travis.yml' and 80 more; to keep them, list only the new entries under "
     "`forbidden_paths_extra`"
 )

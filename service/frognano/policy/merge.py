@@ -234,8 +234,15 @@ class PolicySet:
         return self._merge(layers, f"in the policy of {repo}")
 
     def _merge(self, layers: Iterable[Layer], context: str) -> _Resolved:
-        built_in = _flat_defaults()
-        values = dict(built_in)
+        values = _flat_defaults()
+        # Where each entry of a security list came from, for the warnings (a built-in
+        # default's entry counts as such whoever lists it again).
+        built_in = {".".join(leaf): set(values[".".join(leaf)]) for leaf in SECURITY_LISTS}
+        owners = {leaf: dict.fromkeys(entries, BUILT_IN) for leaf, entries in built_in.items()}
+
+        def owned(leaf: str, entries: Iterable[Any], source: str) -> dict[Any, str]:
+            return {e: BUILT_IN if e in built_in[leaf] else source for e in entries}
+
         origins: dict[str, Found | None] = dict.fromkeys(LEAVES)
         bases: dict[str, Found | None] = dict.fromkeys(LEAVES)
         additions: dict[str, list[tuple[Found, tuple[Any, ...]]]] = {}
@@ -244,9 +251,10 @@ class PolicySet:
             for key, setting in layer.settings.items():
                 if key in origins:
                     leaf = key
-                    if tuple(leaf.split(".")) in SECURITY_LISTS:
-                        dropped = _dropped(layer, setting, leaf, values[leaf], built_in[leaf])
+                    if leaf in owners:
+                        dropped = _dropped(layer, setting, leaf, owners[leaf])
                         warnings.extend([dropped] if dropped is not None else [])
+                        owners[leaf] = owned(leaf, setting.value, layer.source(setting))
                     values[leaf] = setting.value
                     bases[leaf] = (layer, setting)
                     additions[leaf] = []
@@ -257,6 +265,7 @@ class PolicySet:
                     values[leaf] = (*current, *added)
                     if added:
                         additions.setdefault(leaf, []).append(((layer, setting), added))
+                    owners[leaf].update(owned(leaf, added, layer.source(setting)))
                 origins[leaf] = (layer, setting)
         try:
             policy = EffectivePolicy.model_validate(_nest(values))
@@ -295,22 +304,29 @@ class PolicySet:
 
 
 def _dropped(
-    layer: Layer, setting: Setting, leaf: str, before: Iterable[Any], built_in: Iterable[Any]
+    layer: Layer, setting: Setting, leaf: str, before: Mapping[Any, str]
 ) -> PolicyIssue | None:
-    """The warning for a layer whose list replaces `before` without some of its entries."""
-    before = list(before)
+    """The warning for a layer whose list replaces one without some of its entries (`before`:
+    entry -> where it was set)."""
     dropped = [entry for entry in before if entry not in setting.value]
     if not dropped:
         return None
-    defaults = sum(entry in built_in for entry in dropped)
+    counts: dict[str, int] = {}
+    for entry in dropped:
+        counts[before[entry]] = counts.get(before[entry], 0) + 1
+    origins = "; ".join(
+        f"{count} built-in default{'s' if count != 1 else ''}"
+        if source == BUILT_IN
+        else f"{count} set at {source}"
+        for source, count in counts.items()
+    )
     shown = ", ".join(map(repr, dropped[:4])) + (
         f" and {len(dropped) - 4} more" if len(dropped) > 4 else ""
     )
     key = leaf.partition(".")[2]
-    of_them = f" ({defaults} of them built-in defaults)" if defaults else ""
     message = (
-        f"replaces the list and drops {len(dropped)} of the {len(before)} entries it had"
-        f"{of_them}: {shown}; to keep them, list only the new entries under "
+        f"replaces the list and drops {len(dropped)} of the {len(before)} entries it had "
+        f"({origins}): {shown}; to keep them, list only the new entries under "
         f"`{key}{EXTRA_SUFFIX}`"
     )
     return PolicyIssue(layer.file, setting.line, f"{layer.where}.{leaf}", message, warning=True)
