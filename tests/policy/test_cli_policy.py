@@ -101,6 +101,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Done]:
         "explain_invalid": (["explain", "acme/api"], bad, configured),
         "validate_dropping": (["validate", "policies"], dropping, {}),
         "explain_dropping": (["explain", platform], dropping, configured),
+        "explain_extra": (["explain", "acme/web"], dropping, configured),
         "explain_changed": (["explain", platform, "--changed"], dropping, narrow),
         "explain_unchanged": (["explain", "acme/web", "--changed"], good, narrow),
     }
@@ -239,3 +240,17 @@ def test_explain_changed_says_when_nothing_changes(runs: dict[str, Done]) -> Non
     done = runs["explain_unchanged"]
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "Nothing: every key has its built-in default."
+
+
+def test_explain_shows_each_addition_with_its_line(runs: dict[str, Done]) -> None:
+    done = runs["explain_extra"]
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "acme/web: enabled"
+    assert "warning" not in done.stdout + done.stderr
+    (extra,) = [line for line in lines if " gate.forbidden_paths_extra " in line]
+    assert '["deploy/**"]' in extra
+    assert "policies/50-a-team-with-a-long-file-name.yaml:4 (defaults)" in extra
+    (row,) = [line for line in lines if " gate.forbidden_paths " in line]
+    assert "policies/00-default.yaml" in row
+    assert "deploy" not in row

@@ -80,6 +80,30 @@ def test_an_addition_after_a_replacement_adds_to_the_replacement(tmp_path: Path)
     )
     policies = load_policies(tmp_path)
     assert policies.for_repo("a/b").verify.protected_paths == ["tests/**", "spec/**"]
+    (warning,) = policies.warnings()
+    assert "drops 6 of the 7 entries it had (6 built-in defaults)" in warning.message
+
+
+def test_a_replacement_whose_extra_adds_back_what_it_left_out_does_not_warn(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        "a.yaml",
+        """
+        version: 1
+        defaults:
+          agent: {protected_files: [A.md]}
+        repos:
+          - match: a/b
+            agent:
+              protected_files: [B.md]
+              protected_files_extra: [A.md]
+        """,
+    )
+    policies = load_policies(tmp_path)
+    assert policies.for_repo("a/b").agent.protected_files == ["B.md", "A.md"]
+    assert policies.warnings() == []
 
 
 def test_an_adding_key_checks_its_globs_item_by_item(tmp_path: Path) -> None:

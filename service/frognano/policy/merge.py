@@ -252,7 +252,9 @@ class PolicySet:
                 if key in origins:
                     leaf = key
                     if leaf in owners:
-                        dropped = _dropped(layer, setting, leaf, owners[leaf])
+                        also = layer.settings.get(key + EXTRA_SUFFIX)  # added back at once
+                        kept = (*setting.value, *(also.value if also is not None else ()))
+                        dropped = _dropped(layer, setting, kept, leaf, owners[leaf])
                         warnings.extend([dropped] if dropped is not None else [])
                         owners[leaf] = owned(leaf, setting.value, layer.source(setting))
                     values[leaf] = setting.value
@@ -304,11 +306,11 @@ class PolicySet:
 
 
 def _dropped(
-    layer: Layer, setting: Setting, leaf: str, before: Mapping[Any, str]
+    layer: Layer, setting: Setting, kept: tuple[Any, ...], leaf: str, before: Mapping[Any, str]
 ) -> PolicyIssue | None:
     """The warning for a layer whose list replaces one without some of its entries (`before`:
-    entry -> where it was set)."""
-    dropped = [entry for entry in before if entry not in setting.value]
+    entry -> where it was set; `kept`: what the layer lists)."""
+    dropped = [entry for entry in before if entry not in kept]
     if not dropped:
         return None
     counts: dict[str, int] = {}
