@@ -240,8 +240,8 @@ def _print_changed(origins: list[Origin], files: list[str], width: int) -> None:
             continue
         base = _source_atoms(origin.source, origin.file, origin.line)
         if not isinstance(default, list):
-            head = [f"{origin.path}:", *_shown(origin.value).split(" "), "(built-in:"]
-            head += [*_shown(default).split(" ")[:-1], _shown(default).split(" ")[-1] + ")"]
+            was = f"(built-in: {_shown(default)})".split(" ")
+            head = [f"{origin.path}:", *_shown(origin.value).split(" "), *was]
             out.append(_wrapped(head, width, "    "))
             out.append(_wrapped(["  from", *base], width, "    "))
             continue
