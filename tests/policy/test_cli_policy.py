@@ -60,12 +60,36 @@ def make_policies(parent: Path, *, bad: bool = False) -> Path:
     return parent
 
 
+DROPPING = """\
+version: 1
+defaults:
+  gate:
+    forbidden_paths_extra: ["deploy/**"]
+repos:
+  - match: acme/platform-with-a-long-name
+    gate:
+      forbidden_paths: [".github/**", "infra/**"]
+    agent: {max_steps: 250}
+"""
+
+
+def make_dropping(parent: Path) -> Path:
+    directory = parent / "policies"
+    directory.mkdir()
+    shutil.copy(ROOT / "policies" / "default.yaml", directory / "00-default.yaml")
+    (directory / "50-a-team-with-a-long-file-name.yaml").write_text(DROPPING)
+    return parent
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Done]:
     good = make_policies(tmp_path_factory.mktemp("good"))
     bad = make_policies(tmp_path_factory.mktemp("bad"), bad=True)
     empty = tmp_path_factory.mktemp("empty")
     configured = {"FROGNANO_POLICY_DIR": "policies"}
+    dropping = make_dropping(tmp_path_factory.mktemp("dropping"))
+    narrow = {**configured, "COLUMNS": "60"}
+    platform = "acme/platform-with-a-long-name"
     invocations: dict[str, tuple[list[str], Path, dict[str, str]]] = {
         "validate": (["validate"], good, {"FROGNANO_POLICY_DIR": str(good / "policies")}),
         "validate_bad": (["validate", "policies"], bad, {}),
@@ -75,6 +99,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Done]:
         "explain_disabled": (["explain", "acme/legacy-crm"], good, configured),
         "explain_malformed": (["explain", "acme"], good, configured),
         "explain_invalid": (["explain", "acme/api"], bad, configured),
+        "validate_dropping": (["validate", "policies"], dropping, {}),
+        "explain_dropping": (["explain", platform], dropping, configured),
+        "explain_extra": (["explain", "acme/web"], dropping, configured),
+        "explain_changed": (["explain", platform, "--changed"], dropping, narrow),
+        "explain_unchanged": (["explain", "acme/web", "--changed"], good, narrow),
     }
     with ThreadPoolExecutor(len(invocations)) as pool:
         futures = {
@@ -152,3 +181,76 @@ def test_explain_with_invalid_files_prints_the_errors(runs: dict[str, Done]) -> 
     done = runs["explain_invalid"]
     assert done.returncode == 1
     assert done.stdout.splitlines() == BAD_LINES
+
+
+DROP_WARNING = (
+    "policies/50-a-team-with-a-long-file-name.yaml:8: warning: "
+    "repos[0].gate.forbidden_paths: replaces the list and drops 84 of the 85 entries it had "
+    "(83 built-in defaults; 1 set at policies/50-a-team-with-a-long-file-name.yaml:4 "
+    "(defaults)): '.gitlab-ci.yml', '.gitlab/**', '.circleci/**', "
+    "'.travis.yml' and 80 more; to keep them, list only the new entries under "
+    "`forbidden_paths_extra`"
+)
+
+
+def test_validate_warns_about_a_list_that_drops_entries_and_exits_0(
+    runs: dict[str, Done],
+) -> None:
+    done = runs["validate_dropping"]
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [DROP_WARNING, "2 files valid"]
+    assert "warning: 1 list of the policy files drops entries" in done.stderr
+
+
+def test_explain_warns_and_shows_additions_with_their_line(runs: dict[str, Done]) -> None:
+    done = runs["explain_dropping"]
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == DROP_WARNING
+    assert "warning: 1 list" in done.stderr
+    good = runs["explain"]
+    (row,) = [line for line in good.stdout.splitlines() if " gate.forbidden_paths " in line]
+    assert "policies/default.yaml" in row
+
+
+def test_explain_changed_shows_only_changes_and_never_breaks_file_line(
+    runs: dict[str, Done],
+) -> None:
+    done = runs["explain_changed"]
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "acme/platform-with-a-long-name: enabled"
+    assert lines[1] == DROP_WARNING  # one line per warning, as compilers print them
+    body = lines[2:]
+    assert all(len(line) <= 60 for line in body if "yaml:" not in line), body
+    text = "\n".join(body)
+    name = "policies/50-a-team-with-a-long-file-name.yaml"
+    for line_number in (8, 9):
+        assert f"{name}:{line_number}" in text, text
+    assert "agent.max_steps: 250 (built-in: 150)" in text
+    assert '"infra/**"' in text
+    assert '".gitlab-ci.yml"' in text
+    assert "verify." not in text
+    assert "trigger." not in text
+    # Added in the defaults, then dropped by the rule: no change from the built-in list.
+    assert '"deploy/**"' not in text
+
+
+def test_explain_changed_says_when_nothing_changes(runs: dict[str, Done]) -> None:
+    done = runs["explain_unchanged"]
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "Nothing: every key has its built-in default."
+
+
+def test_explain_shows_each_addition_with_its_line(runs: dict[str, Done]) -> None:
+    done = runs["explain_extra"]
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "acme/web: enabled"
+    assert "warning" not in done.stdout + done.stderr
+    (extra,) = [line for line in lines if " gate.forbidden_paths_extra " in line]
+    assert '["deploy/**"]' in extra
+    assert "policies/50-a-team-with-a-long-file-name.yaml:4 (defaults)" in extra
+    (row,) = [line for line in lines if " gate.forbidden_paths " in line]
+    assert "policies/00-default.yaml" in row
+    assert "deploy" not in row

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from frognano.policy.fileformat import SECTIONS, file_schema, file_schema_text
+from frognano.policy.fileformat import SECTIONS, SECURITY_LISTS, file_schema, file_schema_text
 from frognano.policy.merge import LEAVES
 from frognano.policy.models import EffectivePolicy
 
@@ -58,7 +58,13 @@ def test_schema_lists_every_key_with_its_default() -> None:
     defaults = EffectivePolicy().model_dump()
     for section, model in SECTIONS.items():
         properties = definitions[f"{model.__name__}Overlay"]["properties"]
-        assert list(properties) == list(model.model_fields)
+        extras = {f"{key}_extra" for name, key in SECURITY_LISTS if name == section}
+        assert [key for key in properties if key not in extras] == list(model.model_fields)
+        for extra in extras:  # right after its list, adding entries of the same kind
+            listed = list(properties)
+            assert listed.index(extra) == listed.index(extra.removesuffix("_extra")) + 1
+            assert properties[extra]["default"] == []
+            assert "replaces the whole list" in properties[extra]["description"]
         for key, value in defaults[section].items():
             assert properties[key]["default"] == value, (section, key)
     rule = definitions["RepoRule"]["properties"]

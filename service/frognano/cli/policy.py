@@ -15,9 +15,10 @@ from rich.text import Text
 
 from frognano.errors import ConfigError
 from frognano.policy.fileformat import file_schema_text
-from frognano.policy.issues import PolicyError
+from frognano.policy.issues import PolicyError, PolicyIssue
 from frognano.policy.loader import PolicySet, load_policies
-from frognano.policy.merge import check_repo_name
+from frognano.policy.merge import Origin, check_repo_name
+from frognano.policy.models import EffectivePolicy
 from frognano.settings import Settings
 from frognano.terminal import printable
 
@@ -70,6 +71,22 @@ def _print_issues(exc: PolicyError) -> None:
     sys.stdout.flush()
 
 
+def _print_warnings(warnings: list[PolicyIssue]) -> None:
+    """Each warning as one plain `FILE:LINE: warning: key: message` line, then a summary."""
+    if not warnings:
+        return
+    sys.stdout.write("".join(f"{printable(str(warning))}\n" for warning in warnings))
+    sys.stdout.flush()
+    count = len(warnings)
+    line = Text.assemble(
+        ("warning:", "bold yellow"),
+        f" {count} list{'s' if count != 1 else ''} of the policy files "
+        f"{'drop' if count != 1 else 'drops'} entries that "
+        "protect something (see above)",
+    )
+    _console(stderr=True).print(line, highlight=False, soft_wrap=True)
+
+
 PolicyDirArgument = Annotated[
     Path | None,
     typer.Argument(
@@ -84,10 +101,12 @@ def validate_command(ctx: typer.Context, directory: PolicyDirArgument = None) ->
     """Check every *.yaml directly in the policy directory, as the service would load them.
 
     Prints each problem as FILE:LINE: key: message and exits 1, or says how many files are
-    valid and exits 0. A missing or empty directory exits 2.
+    valid and exits 0. A missing or empty directory exits 2. A list that replaces one of the
+    protective lists and drops entries is a warning (FILE:LINE: warning: ...), exit 0.
     """
     where = directory if directory is not None else _settings(ctx).policy_dir
     policies = _load(where)
+    _print_warnings(policies.warnings())
     count = len(policies.files)
     _console().print(f"{count} file{'s' if count != 1 else ''} valid", highlight=False)
 
@@ -122,11 +141,18 @@ def explain_command(
             show_default=False,
         ),
     ] = None,
+    changed: Annotated[
+        bool,
+        typer.Option(
+            "--changed", help="Only what the policy files change from the built-in defaults."
+        ),
+    ] = False,
 ) -> None:
     """Show the policy in force for OWNER/REPO and where each key comes from.
 
     For each key: its value, and the file, line and rule that set it (or the built-in
-    default). Says so first when the repository is disabled.
+    default); entries added to a list by a KEY_extra are shown with their own file and line.
+    Says so first when the repository is disabled, and warns about lists that drop entries.
     """
     try:
         check_repo_name(repo)
@@ -136,6 +162,7 @@ def explain_command(
     policies = _load(directory)
     try:
         origins = policies.explain(repo)
+        warnings = policies.warnings(repo)
     except PolicyError as exc:
         _print_issues(exc)
         _fail(f"the policy files give {repo} an invalid policy", 1)
@@ -151,13 +178,89 @@ def explain_command(
                 style="bold red",
             )
         )
+    _print_warnings(warnings)
+    if changed:
+        files = ["(" + str(len(policies.files)), "file(s)", "in", f"{directory})"]
+        _print_changed(origins, files, out.width)
+        return
     table = Table(title=f"Policy of {repo} ({len(policies.files)} file(s) in {directory})")
     for column in ("key", "value", "from"):
         table.add_column(column, overflow="fold")
     for origin in origins:
         table.add_row(
             Text(origin.path),
-            Text(_shown(origin.value)),
+            Text(_shown(origin.value if not origin.additions else _base(origin))),
             Text(origin.source, style="dim" if origin.file is None else ""),
         )
+        for addition in origin.additions:
+            table.add_row(
+                Text(f"{origin.path}_extra"), Text(_shown(list(addition.entries))), addition.source
+            )
     out.print(table)
+
+
+def _base(origin: Origin) -> list[Any]:
+    """A list's entries before its additions."""
+    added = {entry for addition in origin.additions for entry in addition.entries}
+    return [entry for entry in origin.value if entry not in added]
+
+
+def _source_atoms(source: str, file: Path | None, line: int | None) -> list[str]:
+    """`source` in words that wrapping may separate; FILE:LINE stays one of them."""
+    if file is None or line is None:
+        return source.split()
+    where = f"{file}:{line}"
+    return [where, *source.removeprefix(where).split()]
+
+
+def _wrapped(atoms: list[str], width: int, indent: str = "  ") -> str:
+    """`atoms` joined by spaces in lines of at most `width` (an atom longer than that gets a
+    line of its own, never broken); continuation lines start with `indent`."""
+    lines: list[str] = []
+    current = ""
+    for atom in atoms:
+        if current and len(current) + 1 + len(atom) > width:
+            lines.append(current)
+            current = indent + atom
+        else:
+            current = f"{current} {atom}" if current else atom
+    lines.append(current)
+    return "".join(f"{printable(text)}\n" for text in lines)
+
+
+def _print_changed(origins: list[Origin], files: list[str], width: int) -> None:
+    """The keys whose value differs from the built-in default, with where each change is."""
+    dumped = EffectivePolicy().model_dump()
+    head = ["What", "the", "policy", "files", *files, "change", "from", "the", "built-in"]
+    out = [_wrapped([*head, "defaults:"], width)]
+    for origin in origins:
+        section, dot, key = origin.path.partition(".")
+        default = dumped[section][key] if dot else dumped[origin.path]
+        if origin.value == default:
+            continue
+        base = _source_atoms(origin.source, origin.file, origin.line)
+        if not isinstance(default, list):
+            was = f"(built-in: {_shown(default)})".split(" ")
+            head = [f"{origin.path}:", *_shown(origin.value).split(" "), *was]
+            out.append(_wrapped(head, width, "    "))
+            out.append(_wrapped(["  from", *base], width, "    "))
+            continue
+        out.append(_wrapped([f"{origin.path}:"], width))
+        kept = _base(origin)
+        new = [json.dumps(entry) for entry in kept if entry not in default]
+        gone = [json.dumps(entry) for entry in default if entry not in origin.value]
+        if new:
+            out.append(_wrapped(["  +", *new, "set", "by", *base], width, "    "))
+        if gone:
+            out.append(_wrapped(["  -", *gone, "dropped", "by", *base], width, "    "))
+        for addition in origin.additions:
+            atoms = _source_atoms(addition.source, addition.file, addition.line)
+            added = [json.dumps(entry) for entry in addition.entries if entry not in default]
+            if added:
+                out.append(_wrapped(["  +", *added, "added", "by", *atoms], width, "    "))
+        if not new and not gone and not origin.additions:
+            out.append(_wrapped(["  reordered", "by", *base], width, "    "))
+    if len(out) == 1:
+        out.append("Nothing: every key has its built-in default.\n")
+    sys.stdout.write("".join(out))
+    sys.stdout.flush()

@@ -23,7 +23,9 @@ from frognano.policy.models import (
 from frognano.policy.paths import check_glob
 
 __all__ = [
+    "EXTRA_SUFFIX",
     "SECTIONS",
+    "SECURITY_LISTS",
     "DefaultsOverlay",
     "PolicyFile",
     "RepoRuleOverlay",
@@ -51,6 +53,16 @@ PATH_GLOB_FIELDS = {
     ("gate", "forbidden_paths"),
     ("gate", "allowed_paths"),
 }
+
+#: Lists whose entries protect something, so a file that replaces one and drops entries gets a
+#: warning. Each also has a `KEY_extra` key in the file format: entries added to the list as it
+#: stands, which keeps the defaults.
+SECURITY_LISTS = {
+    ("agent", "protected_files"),
+    ("verify", "protected_paths"),
+    ("gate", "forbidden_paths"),
+}
+EXTRA_SUFFIX = "_extra"
 
 _OVERLAY_CONFIG = ConfigDict(
     extra="forbid",
@@ -105,6 +117,16 @@ def _overlay(section: type[BaseModel], name: str) -> type[BaseModel]:
             annotation = Annotated[annotation, *info.metadata]
         default = info.get_default(call_default_factory=True)
         fields[key] = (annotation, Field(default=default, description=docs.get(key)))
+        if (name, key) in SECURITY_LISTS:
+            fields[key + EXTRA_SUFFIX] = (
+                annotation,
+                Field(
+                    default=[],
+                    description=f"Entries added to `{key}` as the files before set it (the "
+                    f"built-in defaults, earlier files and rules); `{key}` itself replaces "
+                    "the whole list.",
+                ),
+            )
     model: type[BaseModel] = create_model(
         f"{section.__name__}Overlay",
         __config__=_OVERLAY_CONFIG,

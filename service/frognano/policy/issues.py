@@ -23,10 +23,12 @@ class PolicyIssue:
     """Dotted key path with 0-based list indexes (`repos[1].verify.command`); `(file)` for the
     file as a whole, `(yaml)` for syntax errors, `(directory)` for the directory."""
     message: str
+    warning: bool = False
+    """A warning (`FILE:LINE: warning: key: message`) leaves the files valid."""
 
     def __str__(self) -> str:
         where = str(self.file) if self.line is None else f"{self.file}:{self.line}"
-        return f"{where}: {self.path}: {self.message}"
+        return f"{where}: {'warning: ' if self.warning else ''}{self.path}: {self.message}"
 
 
 class PolicyError(ConfigError):

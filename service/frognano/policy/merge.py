@@ -11,16 +11,26 @@ from typing import Any
 from pydantic import ValidationError
 from wcmatch import fnmatch
 
-from frognano.policy.fileformat import SECTIONS
+from frognano.policy.fileformat import EXTRA_SUFFIX, SECTIONS, SECURITY_LISTS
 from frognano.policy.issues import PolicyError, PolicyIssue
 from frognano.policy.models import EffectivePolicy
 
-__all__ = ["BUILT_IN", "LEAVES", "Layer", "Origin", "PolicySet", "Setting", "repo_matches"]
+__all__ = [
+    "BUILT_IN",
+    "LEAVES",
+    "Addition",
+    "Layer",
+    "Origin",
+    "PolicySet",
+    "Setting",
+    "repo_matches",
+]
 
 BUILT_IN = "built-in default"
 
 #: Every leaf key of the effective policy, in display order ("enabled", "trigger.label", ...).
-#: Lists are leaves: a layer that sets one replaces it whole.
+#: Lists are leaves: a layer that sets one replaces it whole; a layer's `KEY_extra` (for the
+#: SECURITY_LISTS) adds entries to it instead.
 LEAVES: tuple[str, ...] = (
     "enabled",
     *(f"{section}.{key}" for section, model in SECTIONS.items() for key in model.model_fields),
@@ -70,7 +80,7 @@ class Layer:
     where: str
     """`defaults` or `repos[1]` (0-based, as in error paths)."""
     settings: Mapping[str, Setting]
-    """Leaf key (see LEAVES) -> the value the layer gives it."""
+    """Leaf key (see LEAVES) -> the value the layer gives it; `KEY_extra` -> entries added."""
     match: str | None = None
 
     @property
@@ -86,6 +96,16 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class Addition:
+    """Entries a layer's `KEY_extra` added to a list (those not in it already)."""
+
+    entries: tuple[Any, ...]
+    source: str
+    file: Path
+    line: int
+
+
+@dataclass(frozen=True)
 class Origin:
     """Where the value of one leaf key of a repository's policy comes from."""
 
@@ -93,9 +113,12 @@ class Origin:
     """Leaf key, e.g. `verify.command`."""
     value: Any
     source: str
-    """`built-in default`, `FILE:LINE (defaults)` or `FILE:LINE (repos[1] match 'acme/api')`."""
+    """`built-in default`, `FILE:LINE (defaults)` or `FILE:LINE (repos[1] match 'acme/api')`:
+    where the value, or for a list its entries before `additions`, was set."""
     file: Path | None = None
     line: int | None = None
+    additions: tuple[Addition, ...] = ()
+    """For a list, the entries added after it was set, layer by layer."""
 
 
 def _flat_defaults() -> dict[str, Any]:
@@ -117,10 +140,18 @@ def _nest(values: Mapping[str, Any]) -> dict[str, Any]:
     return nested
 
 
+Found = tuple[Layer, Setting]
+
+
 @dataclass(frozen=True)
 class _Resolved:
     policy: EffectivePolicy
-    origins: Mapping[str, tuple[Layer, Setting] | None]
+    origins: Mapping[str, Found | None]
+    """The layer that set each leaf last (replaced or added to it)."""
+    bases: Mapping[str, Found | None]
+    """The layer that set each leaf whole last."""
+    additions: Mapping[str, tuple[tuple[Found, tuple[Any, ...]], ...]]
+    warnings: tuple[PolicyIssue, ...]
 
 
 @dataclass(frozen=True)
@@ -149,17 +180,34 @@ class PolicySet:
         for leaf in LEAVES:
             section, dot, key = leaf.partition(".")
             value = dumped[section][key] if dot else dumped[leaf]
-            found = resolved.origins[leaf]
+            added = tuple(
+                Addition(entries, layer.source(setting), layer.file, setting.line)
+                for (layer, setting), entries in resolved.additions.get(leaf, ())
+            )
+            found = resolved.bases[leaf]
             if found is None:
-                origins.append(Origin(leaf, value, BUILT_IN))
+                origins.append(Origin(leaf, value, BUILT_IN, additions=added))
             else:
                 layer, setting = found
-                origins.append(Origin(leaf, value, layer.source(setting), layer.file, setting.line))
+                source = layer.source(setting)
+                origins.append(Origin(leaf, value, source, layer.file, setting.line, added))
         return origins
 
-    def check(self) -> list[PolicyIssue]:
-        """Problems of the merged policies a repository can get: the defaults alone, and each
-        rule alone on top of them (combinations of rules are checked by `for_repo`)."""
+    def warnings(self, repo: str | None = None) -> list[PolicyIssue]:
+        """Lists of SECURITY_LISTS that a layer replaces, dropping entries the list had: for
+        `repo`'s policy, or (None) for the merges `check` makes."""
+        found: list[PolicyIssue] = []
+        if repo is not None:
+            found.extend(self._resolve(repo).warnings)
+        for layers, context in self._candidates() if repo is None else ():
+            try:
+                resolved = self._merge(layers, context)
+            except PolicyError:
+                continue
+            found.extend(issue for issue in resolved.warnings if issue not in found)
+        return sorted(found, key=lambda issue: (self.files.index(issue.file), issue.line or 0))
+
+    def _candidates(self) -> list[tuple[list[Layer], str]]:
         defaults = [layer for layer in self.layers if layer.match is None]
         candidates: list[tuple[list[Layer], str]] = [(defaults, "with the defaults")]
         candidates.extend(
@@ -167,8 +215,13 @@ class PolicySet:
             for layer in self.layers
             if layer.match is not None
         )
+        return candidates
+
+    def check(self) -> list[PolicyIssue]:
+        """Problems of the merged policies a repository can get: the defaults alone, and each
+        rule alone on top of them (combinations of rules are checked by `for_repo`)."""
         issues: list[PolicyIssue] = []
-        for layers, context in candidates:
+        for layers, context in self._candidates():
             try:
                 self._merge(layers, context)
             except PolicyError as exc:
@@ -182,16 +235,46 @@ class PolicySet:
 
     def _merge(self, layers: Iterable[Layer], context: str) -> _Resolved:
         values = _flat_defaults()
-        origins: dict[str, tuple[Layer, Setting] | None] = dict.fromkeys(LEAVES)
+        # Where each entry of a security list came from, for the warnings (a built-in
+        # default's entry counts as such whoever lists it again).
+        built_in = {".".join(leaf): set(values[".".join(leaf)]) for leaf in SECURITY_LISTS}
+        owners = {leaf: dict.fromkeys(entries, BUILT_IN) for leaf, entries in built_in.items()}
+
+        def owned(leaf: str, entries: Iterable[Any], source: str) -> dict[Any, str]:
+            return {e: BUILT_IN if e in built_in[leaf] else source for e in entries}
+
+        origins: dict[str, Found | None] = dict.fromkeys(LEAVES)
+        bases: dict[str, Found | None] = dict.fromkeys(LEAVES)
+        additions: dict[str, list[tuple[Found, tuple[Any, ...]]]] = {}
+        warnings: list[PolicyIssue] = []
         for layer in layers:
-            for leaf, setting in layer.settings.items():
-                values[leaf] = setting.value
+            for key, setting in layer.settings.items():
+                if key in origins:
+                    leaf = key
+                    if leaf in owners:
+                        also = layer.settings.get(key + EXTRA_SUFFIX)  # added back at once
+                        kept = (*setting.value, *(also.value if also is not None else ()))
+                        dropped = _dropped(layer, setting, kept, leaf, owners[leaf])
+                        warnings.extend([dropped] if dropped is not None else [])
+                        owners[leaf] = owned(leaf, setting.value, layer.source(setting))
+                    values[leaf] = setting.value
+                    bases[leaf] = (layer, setting)
+                    additions[leaf] = []
+                else:  # KEY_extra: the entries not in the list yet, after it
+                    leaf = key.removesuffix(EXTRA_SUFFIX)
+                    current = tuple(values[leaf])
+                    added = tuple(e for e in dict.fromkeys(setting.value) if e not in current)
+                    values[leaf] = (*current, *added)
+                    if added:
+                        additions.setdefault(leaf, []).append(((layer, setting), added))
+                    owners[leaf].update(owned(leaf, added, layer.source(setting)))
                 origins[leaf] = (layer, setting)
         try:
             policy = EffectivePolicy.model_validate(_nest(values))
         except ValidationError as exc:
             raise PolicyError(self._issues(exc, origins, context)) from None
-        return _Resolved(policy, origins)
+        frozen = {leaf: tuple(found) for leaf, found in additions.items()}
+        return _Resolved(policy, origins, bases, frozen, tuple(warnings))
 
     def _issues(
         self,
@@ -220,3 +303,32 @@ class PolicySet:
             )
             issues.append(PolicyIssue(layer.file, setting.line, f"{layer.where}.{leaf}", message))
         return issues
+
+
+def _dropped(
+    layer: Layer, setting: Setting, kept: tuple[Any, ...], leaf: str, before: Mapping[Any, str]
+) -> PolicyIssue | None:
+    """The warning for a layer whose list replaces one without some of its entries (`before`:
+    entry -> where it was set; `kept`: what the layer lists)."""
+    dropped = [entry for entry in before if entry not in kept]
+    if not dropped:
+        return None
+    counts: dict[str, int] = {}
+    for entry in dropped:
+        counts[before[entry]] = counts.get(before[entry], 0) + 1
+    origins = "; ".join(
+        f"{count} built-in default{'s' if count != 1 else ''}"
+        if source == BUILT_IN
+        else f"{count} set at {source}"
+        for source, count in counts.items()
+    )
+    shown = ", ".join(map(repr, dropped[:4])) + (
+        f" and {len(dropped) - 4} more" if len(dropped) > 4 else ""
+    )
+    key = leaf.partition(".")[2]
+    message = (
+        f"replaces the list and drops {len(dropped)} of the {len(before)} entries it had "
+        f"({origins}): {shown}; to keep them, list only the new entries under "
+        f"`{key}{EXTRA_SUFFIX}`"
+    )
+    return PolicyIssue(layer.file, setting.line, f"{layer.where}.{leaf}", message, warning=True)

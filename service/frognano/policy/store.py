@@ -48,6 +48,17 @@ def _fingerprint(directory: Path) -> Fingerprint:
     return tuple(entries)
 
 
+def _log_warnings(policies: PolicySet) -> None:
+    """One `policy.drops_entries` warning event for a set that took effect, if it has any."""
+    warnings = policies.warnings()
+    if warnings:
+        log.warning(
+            "policy.drops_entries",
+            directory=str(policies.directory),
+            warnings=[str(warning) for warning in warnings],
+        )
+
+
 class PolicyStore:
     """Holds the policy in force and swaps in a new one only when all of it is valid.
 
@@ -100,6 +111,7 @@ class PolicyStore:
             files=[path.name for path in self.current.files],
             generation=self.generation,
         )
+        _log_warnings(self.current)
 
     def in_force(self) -> PolicySet:
         """`current`, for one run; logs `policy.last_good_in_force` (a warning naming the
@@ -145,6 +157,7 @@ class PolicyStore:
                     files=[path.name for path in policies.files],
                     generation=self.generation,
                 )
+                _log_warnings(policies)
                 return True
             self.errors = issues
             self._errors_gauge.set(len(issues))
