@@ -59,6 +59,13 @@ KINDS: dict[str, tuple[bytes | None, bytes | None]] = {
         ("src/pkg/tests/__init__.py", "harness_file"),
         ("test/__init__.py", "harness_file"),
         ("testing/__init__.py", "harness_file"),
+        # FrogNano's collector's name: it would be imported in place of FrogNano's.
+        ("frognano_collector.py", "harness_file"),
+        ("src/frognano_collector.py", "harness_file"),
+        ("lib/frognano_collector.cpython-311-x86_64-linux-gnu.so", "harness_file"),
+        ("frognano_collector/__init__.py", "harness_file"),
+        ("src/frognano_collector/sub.py", "harness_file"),
+        ("my_frognano_collector.py", None),
         # Not harness files by these rules.
         ("src/pkg/__init__.py", None),
         ("tests_old/__init__.py", None),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from frognano.run.collector import COLLECTOR_FILE, collector_source
-from frognano.run.testrun import PYTHONPATH_HINT, install_collector, run_tests
+from frognano.run.testrun import REMOVED_HINT, install_collector, keep_collector, run_tests
 from frognano.sandbox.isolation import choose_mechanism
 from frognano.sandbox.local import LocalSandbox
 from frognano.sandbox.paths import TOOLS
@@ -142,17 +142,73 @@ async def test_bytecode_in_the_tree_is_never_run(box: LocalSandbox) -> None:
     assert dict(run.outcomes) == {"tests/test_mod.py::test_x": "passed"}
 
 
+PLANTED = b"raise ImportError('a planted frognano_collector was imported')\n"
+SRC_TEST = b"from mod import X\n\n\ndef test_src():\n    assert X == 1\n"
+
+
 @pytest.mark.parametrize(
-    ("command", "hinted"),
+    "command",
     [
-        ("PYTHONPATH=src python -m pytest -q", True),
-        ("export PYTHONPATH=src; python -m pytest -q", True),
-        ("PYTHONPATH=src:$PYTHONPATH python -m pytest -q -p no:cacheprovider", False),
+        "PYTHONPATH=src python -m pytest -q",
+        "export PYTHONPATH=src; python -m pytest -q",
+        "PYTHONPATH=/tmp/evil:src:$PYTHONPATH python -m pytest -q",
+        "env PYTHONPATH=src python -m pytest -q",
+        "PYTHONPATH=/tmp/evil:src python -m pytest -q",
+        "PYTHONPATH= python -m pytest -q -o pythonpath=src",
+        "PYTHONPATH=/tmp/evil PYTEST_PLUGINS=x_plug python -m pytest -q -o pythonpath=src",
+        "bash -c 'PYTHONPATH=\"\" PYTHONPATH=src python -m pytest -q'",
     ],
 )
-async def test_a_command_that_replaces_pythonpath_is_told_what_to_write(
-    box: LocalSandbox, command: str, hinted: bool
+async def test_a_command_that_sets_pythonpath_keeps_the_collector_first(
+    box: LocalSandbox, command: str
+) -> None:
+    """Assignments to PYTHONPATH or PYTEST_PLUGINS neither drop the collector nor put a folder
+    before it: /tmp/evil holds a module of its name that would fail the run if imported."""
+    planted = await box.exec("mkdir -p /tmp/evil")
+    assert planted.ok
+    await box.write_file("/tmp/evil/frognano_collector.py", PLANTED)
+    await box.write_file("/tmp/evil/x_plug.py", b"")
+    await box.upload_files(
+        [FileSpec("src/mod.py", b"X = 1\n"), FileSpec("tests/test_src.py", SRC_TEST)]
+    )
+    run, _ = await run_tests(box, "patched", command, 120)
+    assert run.complete, (run.problems, run.output)
+    assert run.outcomes["tests/test_src.py::test_src"] == "passed", run.output
+    assert run.outcomes["tests/test_a.py::test_bad"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("command", "form"),
+    [
+        ("env -u PYTHONPATH python -m pytest -q", "env -u PYTHONPATH"),
+        ("unset PYTEST_PLUGINS; python -m pytest -q", "unset PYTEST_PLUGINS"),
+        ("env -i PATH=$PATH python -m pytest -q", "env -i"),
+        ("python -E -m pytest -q", "python -E"),
+        ("python -m pytest -q -p no:frognano_collector", "-p no:frognano_collector"),
+    ],
+)
+async def test_what_removes_the_collector_does_not_count_and_is_named(
+    box: LocalSandbox, command: str, form: str
 ) -> None:
     run, _ = await run_tests(box, "patched", command, 120)
-    assert (PYTHONPATH_HINT in run.problems) is hinted
-    assert run.complete is not hinted
+    assert not run.complete
+    assert f"{REMOVED_HINT} (here `{form}`)" in run.problems, run.problems
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("PYTHONPATH=src pytest", "PYTHONPATH=/c:src pytest"),
+        ("PYTHONPATH= pytest", "PYTHONPATH=/c pytest"),
+        ("PYTHONPATH='' pytest", "PYTHONPATH=/c pytest"),
+        ("export PYTHONPATH=src;pytest", "export PYTHONPATH=/c:src;pytest"),
+        ('env "PYTHONPATH=a b" pytest', 'env "PYTHONPATH=/c:a b" pytest'),
+        ("PYTEST_PLUGINS=a,b pytest", "PYTEST_PLUGINS=frognano_collector,a,b pytest"),
+        (
+            "echo $PYTHONPATH=x; MYPYTHONPATH=src pytest",
+            "echo $PYTHONPATH=x; MYPYTHONPATH=src pytest",
+        ),
+    ],
+)
+def test_assignments_keep_the_collector_first(command: str, expected: str) -> None:
+    assert keep_collector(command, "/c") == expected

@@ -11,6 +11,7 @@ from frognano.errors import SandboxError
 from frognano.run import results
 from frognano.run.collector import (
     COLLECTOR_FILE,
+    COLLECTOR_MODULE,
     DEFAULT_FD,
     collector_env,
     collector_sha256,
@@ -71,8 +72,30 @@ def shell_script(
         # Empty values left by the expansions above would put '' on sys.path: drop them.
         f"export {exports}\n"
         "PYTHONPATH=${PYTHONPATH%:}; PYTEST_PLUGINS=${PYTEST_PLUGINS%,}\n"
-        f"{command}\n"
+        f"{keep_collector(command, collector_dir)}\n"
     )
+
+
+_ASSIGNS = re.compile(r"""(^|[\s;&|(`"'])(PYTHONPATH|PYTEST_PLUGINS)=((?:""|'')?(?=$|[\s;&|)]))?""")
+"""An assignment to either variable, where a command, `export` or `env` can make one; group 3
+matches an empty value."""
+
+
+def keep_collector(command: str, collector_dir: str) -> str:
+    """`command` with FrogNano's entry put first in every value it assigns to PYTHONPATH or
+    PYTEST_PLUGINS (`PYTHONPATH=src` becomes `PYTHONPATH=/opt/frognano:src`), so a command that
+    sets them as repositories do still loads the collector, and nothing it names comes before
+    it on the path. The collector takes its entries out again as it loads."""
+
+    def first(match: re.Match[str]) -> str:
+        ours, separator = {
+            "PYTHONPATH": (collector_dir, ":"),
+            "PYTEST_PLUGINS": (COLLECTOR_MODULE, ","),
+        }[match[2]]
+        lead = f"{match[1]}{match[2]}={ours}"
+        return lead if match[3] is not None else lead + separator
+
+    return _ASSIGNS.sub(first, command)
 
 
 async def run_tests(
@@ -107,8 +130,8 @@ async def run_tests(
         results.parse_records(result.output.encode(), token), result.exit_code
     )
     problems = [hide(problem.message) for problem in report.problems]
-    if not report.sessions and _drops_pythonpath(command):
-        problems.append(PYTHONPATH_HINT)
+    if not report.sessions and (form := removes_collector(command)) is not None:
+        problems.append(f"{REMOVED_HINT} (here `{form}`)")
     if result.truncated:
         problems.append(f"the collector's records exceeded {RECORDS_LIMIT // 2**20} MiB")
     return (
@@ -128,16 +151,23 @@ async def run_tests(
     )
 
 
-PYTHONPATH_HINT = (
-    "the test command sets PYTHONPATH without keeping what it was, so pytest cannot import "
-    "FrogNano's collector: write PYTHONPATH=src:$PYTHONPATH (or pytest's `pythonpath` option)"
+REMOVED_HINT = (
+    "the test command takes away what loads FrogNano's collector, so no pytest reported to it: "
+    "FrogNano keeps its entry in any PYTHONPATH or PYTEST_PLUGINS the command assigns, but not "
+    "under `env -i`, `env -u` or `unset` of either variable, `python -I` or `-E`, or "
+    "`-p no:frognano_collector`"
 )
-_SETS_PYTHONPATH = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?PYTHONPATH=(\S*)")
+_REMOVES = re.compile(
+    r"\benv\s+(?:-\S*\s+)*?(?:-i\b|--ignore-environment|(?:-u\s*|--unset[=\s])"
+    r"(?:PYTHONPATH|PYTEST_PLUGINS)\b)|\bunset\s+(?:\S+\s+)*?(?:PYTHONPATH|PYTEST_PLUGINS)\b"
+    r"|\bpython[\d.]*\s+-[A-Za-z]*[IE]|-p\s*no:frognano_collector\b"
+)
 
 
-def _drops_pythonpath(command: str) -> bool:
-    """Whether `command` assigns PYTHONPATH a value that leaves the old one out."""
-    return any("PYTHONPATH" not in value for value in _SETS_PYTHONPATH.findall(command))
+def removes_collector(command: str) -> str | None:
+    """The first form in `command` that takes away what loads the collector, if any."""
+    found = _REMOVES.search(command)
+    return None if found is None else found[0]
 
 
 PURGE = (

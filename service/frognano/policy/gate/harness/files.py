@@ -44,6 +44,11 @@ WHOLE_FILES: dict[str, str] = {
     "**/*.pth": "Python's site module runs the `import` lines of .pth files at start-up",
     "**/*.{dist-info,egg-info}/**": _ENTRY_POINTS,
     "**/*.egg-info": _ENTRY_POINTS,  # an old-style egg-info may be a single file
+    "**/{frognano_collector.*,frognano_collector/**}": (
+        "this is the module name of FrogNano's own result collector: where the test command "
+        "puts the folder on sys.path first (`python -m` the working folder, a PYTHONPATH or "
+        "`pythonpath` entry), Python would import it instead of FrogNano's"
+    ),
     f"**/{_TEST_FOLDERS}/**/__init__.py": (
         "an __init__.py in a test folder changes how pytest imports the test modules there "
         "and the names it gives them"
@@ -85,7 +90,8 @@ def harness_changes(
 
     1. Harness files, at any depth (`WHOLE_FILES`): conftest.py, pytest.ini, .pytest.ini,
        pytest.toml, .pytest.toml, tox.ini, noxfile.py, sitecustomize.py, usercustomize.py,
-       `*.pth`, anything in a `*.dist-info` or `*.egg-info` folder, and `__init__.py` under a
+       `*.pth`, anything in a `*.dist-info` or `*.egg-info` folder, a module or package
+       named frognano_collector, and `__init__.py` under a
        folder named tests, test or testing.
     2. Sections of shared config files, at any depth, compared as parsed values (tomllib,
        configparser), a missing file as an empty one: pyproject.toml's [tool.pytest] and
