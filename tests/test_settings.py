@@ -123,6 +123,7 @@ def test_secret_file_conflicts_and_errors(monkeypatch: pytest.MonkeyPatch, tmp_p
         ("REDIS_URL", "http://redis:6379", "must start with redis://"),
         ("GITHUB_APP_ID", "abc", "FROGNANO_GITHUB_APP_ID (got 'abc'): Input should be a valid"),
         ("GITHUB_APP_ID", "-4", "must be a positive integer"),
+        ("GITHUB_APP_ID", "Iv23liAbCdEf0123456", "is a client id: give the numeric App id"),
         ("GITHUB_API_URL", "api.github.com", "must be an http:// or https:// URL"),
         ("MODEL_BASE_URL", "https://", "must be an http:// or https:// URL"),
         ("SANDBOX", "docker", "FROGNANO_SANDBOX (got 'docker'): Input should be 'local' or"),

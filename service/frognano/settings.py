@@ -226,6 +226,15 @@ class Settings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value.rstrip("/")
 
+    @field_validator("github_app_id", mode="before")
+    @classmethod
+    def _not_a_client_id(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().startswith("Iv"):
+            raise ValueError(
+                "is a client id: give the numeric App id (the App's settings page shows both)"
+            )
+        return value
+
     @field_validator("github_app_id")
     @classmethod
     def _check_app_id(cls, value: int | None) -> int | None:
