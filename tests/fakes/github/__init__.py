@@ -38,8 +38,15 @@ What it does (see tests/fakes/test_github.py for each behaviour):
 - `fail_next` injects faults (502, secondary rate limits, 429...) and `latency` slows every
   response down.
 
+- The App manifest flow: a form POST of `manifest` to `/settings/apps/new?state=S` (or
+  `/organizations/ORG/settings/apps/new`, GitHub's web pages) answers 302 to the manifest's
+  `redirect_url` with `?code=C&state=S`, as if a signed-in user confirmed at once;
+  `POST /app-manifests/C/conversions` (no auth, the code once, for an hour) answers GitHub's
+  shape with this fake's own App id and key, a new webhook and client secret, and records the
+  manifest in `created_apps`.
+
 Endpoints (paths under base_url; JWT = App JWT, otherwise a token):
-    GET /app (JWT), GET /repos/{o}/{r}/installation (JWT),
+    GET /app (JWT), GET /repos/{o}/{r}/installation (JWT), POST /app-manifests/{code}/conversions,
     POST /app/installations/{id}/access_tokens (JWT), DELETE /installation/token
     GET /repos/{o}/{r}, GET /repos/{o}/{r}/collaborators/{user}/permission,
     GET /repos/{o}/{r}/tarball/{ref} (302), GET /repos/{o}/{r}/commits?sha=&per_page=&page=,
@@ -64,7 +71,8 @@ constant), the `workflows` permission check on `.github/workflows/**`.
 Modules, each a mixin of `FakeGitHub` that builds on the ones it uses (no cycles):
     spec (the OpenAPI subset), model (constants, records, errors), state (the App, repos,
     installations, users), auth (JWTs, tokens, access rules), gitstore (git objects, diffs),
-    repos, apps, commits, tarballs, gitdata, issues, pulls, checks (one operation group each),
+    repos, apps, manifests, commits, tarballs, gitdata, issues, pulls, checks (one operation
+    group each),
     server (`FakeGitHub` itself: HTTP, routing, validation, faults).
 """
 

@@ -21,6 +21,7 @@ from jsonschema.exceptions import best_match
 
 from tests.fakes.github.checks import _Checks
 from tests.fakes.github.gitdata import _GitData
+from tests.fakes.github.manifests import NEW_APP_PAGE, _Manifests
 from tests.fakes.github.model import (
     DOCS,
     SECONDARY_RATE_LIMIT_MESSAGE,
@@ -36,7 +37,7 @@ from tests.fakes.github.spec import _Operation, _pointer
 from tests.fakes.github.tarballs import _Tarballs
 
 
-class FakeGitHub(_Checks, _GitData, _Tarballs):
+class FakeGitHub(_Manifests, _Checks, _GitData, _Tarballs):
     """The fake GitHub. All state is in memory and lives as long as the object."""
 
     # ---- lifecycle ----------------------------------------------------------------
@@ -229,6 +230,12 @@ class FakeGitHub(_Checks, _GitData, _Tarballs):
         parsed = urllib.parse.urlsplit(raw_path)
         path = parsed.path
         query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
+        if NEW_APP_PAGE.match(path):  # a web page (form post), not the API
+            with self._lock:
+                self.requests.append(record := Recorded(method, path, query, headers, None))
+                resp = self._new_app_page(method, path, query, headers, raw_body)
+                record.status = resp.status
+            return resp
         body: Any = None
         bad_json = False
         if raw_body:

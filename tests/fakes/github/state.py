@@ -79,6 +79,9 @@ class _State:
         self._comments: dict[int, tuple[str, int]] = {}  # comment id -> (repo, issue)
         self._download_tokens: dict[str, tuple[str, str]] = {}
         self._tarball_faults: dict[tuple[str, str], bytes] = {}  # (repo, sha) -> bytes served
+        # manifest flow: code -> (what was posted, expiry); each App created from one
+        self.manifest_codes: dict[str, tuple[dict[str, Any], float]] = {}
+        self.created_apps: list[dict[str, Any]] = []
         self._ids = 1000
         self._created = _now_iso(time.time())
         self._server: ThreadingHTTPServer | None = None

@@ -38,6 +38,7 @@ OPERATIONS: list[tuple[str, str]] = [
     ("get", "/repos/{owner}/{repo}/installation"),
     ("post", "/app/installations/{installation_id}/access_tokens"),
     ("delete", "/installation/token"),
+    ("post", "/app-manifests/{code}/conversions"),
     # repositories
     ("get", "/repos/{owner}/{repo}"),
     ("get", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
