@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from frognano import __version__
+from frognano.cli.appcreate import app_app
 from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.model import model_app
@@ -34,6 +35,7 @@ app.command("worker")(worker_command)
 app.add_typer(policy_app, name="policy")
 app.add_typer(model_app, name="model")
 app.add_typer(trajectory_app, name="trajectory")
+app.add_typer(app_app, name="app")
 
 
 def _version(value: bool) -> None:
