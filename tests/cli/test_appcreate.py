@@ -192,3 +192,31 @@ def test_web_addresses() -> None:
         new_app_url("https://github.com", "../evil", "s")
     with pytest.raises(ConfigError):
         build_manifest({"hook_attributes": {"url": HOOK}}, "ftp://x", "http://127.0.0.1/", None)
+
+
+def test_a_refused_code_writes_nothing(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.fail_next("POST", r"^/app-manifests/", status=404, body={"message": "Not Found"})
+    proc = _start(fake, "--url", HOOK, "--out", str(tmp_path / "creds"))
+    try:
+        page_url, _ = _page_url(proc)
+        with httpx.Client(timeout=10) as browser:
+            form = _Form()
+            form.feed(browser.get(page_url).text)
+            github = browser.post(form.action, data={"manifest": form.fields["manifest"]})
+            done = browser.get(github.headers["location"])
+            assert done.status_code == 502
+            assert "HTTP 404" in done.text
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1
+    assert "GitHub refused the code: HTTP 404 Not Found" in stderr
+    assert not (tmp_path / "creds").exists()
+
+
+def test_no_redirect_in_time_fails(fake: FakeGitHub, tmp_path: Path) -> None:
+    proc = _start(fake, "--url", HOOK, "--out", str(tmp_path), "--timeout", "1")
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "no redirect from GitHub within 1 s" in stderr
+    assert list(tmp_path.iterdir()) == []
