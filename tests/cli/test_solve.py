@@ -17,7 +17,7 @@ import pytest
 from frognano.agent.prompts import FORMAT_REMINDER
 from frognano.agent.trajectory import read_events
 from tests.conftest import processes_with, wait_until
-from tests.fakes.model_server import ScriptedModelServer, Turn
+from tests.fakes.model_server import MODEL_PATH, ScriptedModelServer, Turn
 
 BUGGY = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 TESTS = (
@@ -134,6 +134,13 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     kinds = [event["event"] for event in events.events]
     assert kinds[:2] == ["run_info", "run_start"]
     assert kinds[-1] == "run_end"
+    # The run names its model: the name asked for, what the server said it serves, and the
+    # `model` of each reply.
+    named = events.events[0]["model"]
+    assert (named["kind"], named["name"]) == ("server", "frognano")
+    assert named["served"]["id"] == "frognano"
+    assert named["model_info"]["model_path"] == MODEL_PATH
+    assert {e["model"] for e in events.events if e["event"] == "assistant"} == {"frognano"}
     assert [e["name"] for e in events.events if e["event"] == "tool"] == [
         "Glob", "Read", "Edit", "Bash",
     ]  # fmt: skip
@@ -436,6 +443,12 @@ def test_the_readmes_first_command_replays_the_recorded_run(tmp_path: Path) -> N
     assert solved.returncode == 0, solved.stderr
     assert "Replaying 5 recorded model turns" in solved.stderr
     assert "Patch ready for review: 1 file(s), +2 -0" in solved.stdout
+    info = read_events(tmp_path / "a" / "trajectory.jsonl").events[0]
+    assert info["model"] == {
+        "kind": "replay",
+        "replay_of": {"trajectory": str((RECORDING / "trajectory.jsonl").resolve()),
+                      "run_id": "20261201-192619-7a113d", "model": None},
+    }  # fmt: skip
     audit = subprocess.run(
         [sys.executable, "-m", "frognano", "trajectory", "replay",
          str(RECORDING / "trajectory.jsonl"), str(EXAMPLE), "--issue-file", issue,
