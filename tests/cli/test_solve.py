@@ -160,6 +160,12 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     )
     assert "step 3: Edit in " in shown.stdout
     assert "run ended: completed after 5 steps" in shown.stdout
+    # The run folder's report and patch are beside the trajectory: the verdict and the diff.
+    assert shown.stdout.startswith(f"run {events.events[0]['run_id']} with model frognano\n")
+    assert f"    identity: model_path {MODEL_PATH}" in shown.stdout
+    assert "    verdict: patch ready for review: the gate passed" in shown.stdout
+    assert "        +        raise ValueError(" in shown.stdout  # the Edit call, as a diff
+    assert shown.stdout.endswith(_indented(patch))
     page = tmp_path / "run.html"
     subprocess.run(
         [sys.executable, "-m", "frognano", "trajectory", "show", str(out / "trajectory.jsonl"),
@@ -171,8 +177,15 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     assert "<details><summary>reasoning</summary><pre>Add the guard.</pre></details>" in html
     assert "Step 3: <code>Edit</code> returned" in html
     assert "Run ended: <code>completed</code> after 5 steps" in html
+    assert " with model frognano</title>" in html
+    assert '<td class="ready">patch ready for review: the gate passed' in html
+    assert "<h2>The patch</h2>" in html
     assert "http://" not in html  # self-contained: nothing is fetched
     assert "https://" not in html
+
+
+def _indented(text: str) -> str:
+    return "".join("    " + line + "\n" for line in text.splitlines())
 
 
 def test_the_report_counts_the_format_reminders_sent(
