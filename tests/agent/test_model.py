@@ -700,6 +700,18 @@ async def test_check_without_model_info_still_passes(clock: Clock) -> None:
     assert info.served["id"] == "frognano"
 
 
+async def test_a_server_slow_to_say_its_identity_does_not_hold_the_run(clock: Clock) -> None:
+    with ScriptedModelServer() as srv:
+        srv.model_info_delay = 1.0
+        async with make_client(srv, clock) as model:
+            model.identity_timeout = 0.1
+            started = time.monotonic()
+            info = await model.check()
+            assert time.monotonic() - started < 0.9  # both names tried, each cut short
+    assert info.model_info == {}
+    assert info.served["id"] == "frognano"
+
+
 async def test_check_names_the_models_served(clock: Clock) -> None:
     with ScriptedModelServer(model="other-model") as srv:
         async with make_client(srv, clock) as model:

@@ -179,6 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
             }
             self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
         elif path in ("/model_info", "/get_model_info") and owner.model_path is not None:
+            time.sleep(owner.model_info_delay)
             # SGLang's http_server.py: /get_model_info is the older name of /model_info.
             info = {
                 "model_path": owner.model_path,
@@ -226,6 +227,8 @@ class ScriptedModelServer:
         what `/model_info` names (None: a server without it, which answers 404)."""
         self.model = model
         self.model_path = model_path
+        self.model_info_delay = 0.0
+        """Seconds `/model_info` waits before it answers (a slow or stuck server)."""
         self.cache_report = cache_report
         """False: no `prompt_tokens_details` (SGLang without `--enable-cache-report`)."""
         self.requests: list[dict[str, Any]] = []

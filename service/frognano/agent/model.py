@@ -107,6 +107,8 @@ class ModelClient:
         )
         self._body = RequestBody(model, tools_json, sampling)
         self.server: ServerInfo | None = None
+        self.identity_timeout = 10.0
+        """Seconds to wait for `/model_info`: the identity is a nicety, never a stall."""
         """What the last `check` learned; None before one succeeds."""
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -210,9 +212,10 @@ class ModelClient:
             return {}
         for path in ("/model_info", "/get_model_info"):
             try:
-                raw = await self._attempt(root.removesuffix("/v1") + path, None)
+                async with asyncio.timeout(self.identity_timeout):
+                    raw = await self._attempt(root.removesuffix("/v1") + path, None)
                 info = json.loads(raw)
-            except (Retryable, ModelError, ValueError):
+            except (Retryable, ModelError, ValueError, TimeoutError):
                 continue
             if isinstance(info, dict):
                 return _plain(info, _MODEL_INFO_KEYS)
