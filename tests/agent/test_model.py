@@ -21,6 +21,7 @@ from tests.fakes.model_server import (
     _EXAMPLE_TOOLS_TEXT,
     EXAMPLE_TOOLS,
     EXAMPLE_TOOLS_JSON,
+    MODEL_PATH,
     ScriptedModelServer,
     Turn,
 )
@@ -670,6 +671,45 @@ async def test_garbage_200_is_a_response_error(
 async def test_check_reads_the_model_list(client: ModelClient) -> None:
     info = await client.check()
     assert (info.model, info.max_model_len) == ("frognano", 131072)
+
+
+async def test_check_learns_the_served_model_and_the_completion_names_it(
+    server: ScriptedModelServer, client: ModelClient
+) -> None:
+    """The trajectory's run_info names the model: the `/v1/models` entry and SGLang's
+    `/model_info` are asked once, at check; each turn keeps the reply's `model`."""
+    info = await client.check()
+    assert info.served == {
+        "id": "frognano", "root": "frognano", "owned_by": "sglang", "max_model_len": 131072,
+    }  # fmt: skip
+    assert info.model_info["model_path"] == MODEL_PATH
+    assert client.describe() == {"kind": "server", "name": "frognano", **info.to_json()}
+    assert "127.0.0.1" not in json.dumps(client.describe())  # the address stays out
+    server.push(Turn(content="Done."))
+    turn = await client.complete(task())
+    assert turn.model == "frognano"
+    assert turn.record()["model"] == "frognano"
+    assert len(server.requests) == 1  # the completion asked nothing else
+
+
+async def test_check_without_model_info_still_passes(clock: Clock) -> None:
+    with ScriptedModelServer(model_path=None) as srv:
+        async with make_client(srv, clock) as model:
+            info = await model.check()
+    assert info.model_info == {}
+    assert info.served["id"] == "frognano"
+
+
+async def test_a_server_slow_to_say_its_identity_does_not_hold_the_run(clock: Clock) -> None:
+    with ScriptedModelServer() as srv:
+        srv.model_info_delay = 1.0
+        async with make_client(srv, clock) as model:
+            model.identity_timeout = 0.1
+            started = time.monotonic()
+            info = await model.check()
+            assert time.monotonic() - started < 0.9  # both names tried, each cut short
+    assert info.model_info == {}
+    assert info.served["id"] == "frognano"
 
 
 async def test_check_names_the_models_served(clock: Clock) -> None:

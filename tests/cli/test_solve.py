@@ -17,7 +17,7 @@ import pytest
 from frognano.agent.prompts import FORMAT_REMINDER
 from frognano.agent.trajectory import read_events
 from tests.conftest import processes_with, wait_until
-from tests.fakes.model_server import ScriptedModelServer, Turn
+from tests.fakes.model_server import MODEL_PATH, ScriptedModelServer, Turn
 
 BUGGY = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 TESTS = (
@@ -134,6 +134,13 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     kinds = [event["event"] for event in events.events]
     assert kinds[:2] == ["run_info", "run_start"]
     assert kinds[-1] == "run_end"
+    # The run names its model: the name asked for, what the server said it serves, and the
+    # `model` of each reply.
+    named = events.events[0]["model"]
+    assert (named["kind"], named["name"]) == ("server", "frognano")
+    assert named["served"]["id"] == "frognano"
+    assert named["model_info"]["model_path"] == MODEL_PATH
+    assert {e["model"] for e in events.events if e["event"] == "assistant"} == {"frognano"}
     assert [e["name"] for e in events.events if e["event"] == "tool"] == [
         "Glob", "Read", "Edit", "Bash",
     ]  # fmt: skip
@@ -153,6 +160,12 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     )
     assert "step 3: Edit in " in shown.stdout
     assert "run ended: completed after 5 steps" in shown.stdout
+    # The run folder's report and patch are beside the trajectory: the verdict and the diff.
+    assert shown.stdout.startswith(f"run {events.events[0]['run_id']} with model frognano\n")
+    assert f"    identity: model_path {MODEL_PATH}" in shown.stdout
+    assert "    verdict: patch ready for review: the gate passed" in shown.stdout
+    assert "        +        raise ValueError(" in shown.stdout  # the Edit call, as a diff
+    assert shown.stdout.endswith(_indented(patch))
     page = tmp_path / "run.html"
     subprocess.run(
         [sys.executable, "-m", "frognano", "trajectory", "show", str(out / "trajectory.jsonl"),
@@ -164,8 +177,15 @@ def test_solve_end_to_end(repo: Path, issue: Path, tmp_path: Path) -> None:
     assert "<details><summary>reasoning</summary><pre>Add the guard.</pre></details>" in html
     assert "Step 3: <code>Edit</code> returned" in html
     assert "Run ended: <code>completed</code> after 5 steps" in html
+    assert " with model frognano</title>" in html
+    assert '<td class="ready">patch ready for review: the gate passed' in html
+    assert "<h2>The patch</h2>" in html
     assert "http://" not in html  # self-contained: nothing is fetched
     assert "https://" not in html
+
+
+def _indented(text: str) -> str:
+    return "".join("    " + line + "\n" for line in text.splitlines())
 
 
 def test_the_report_counts_the_format_reminders_sent(
@@ -436,6 +456,12 @@ def test_the_readmes_first_command_replays_the_recorded_run(tmp_path: Path) -> N
     assert solved.returncode == 0, solved.stderr
     assert "Replaying 5 recorded model turns" in solved.stderr
     assert "Patch ready for review: 1 file(s), +2 -0" in solved.stdout
+    info = read_events(tmp_path / "a" / "trajectory.jsonl").events[0]
+    assert info["model"] == {
+        "kind": "replay",
+        "replay_of": {"trajectory": str((RECORDING / "trajectory.jsonl").resolve()),
+                      "run_id": "20261201-192619-7a113d", "model": None},
+    }  # fmt: skip
     audit = subprocess.run(
         [sys.executable, "-m", "frognano", "trajectory", "replay",
          str(RECORDING / "trajectory.jsonl"), str(EXAMPLE), "--issue-file", issue,

@@ -45,16 +45,49 @@ def raw_controls(data: bytes) -> list[bytes]:
 
 def hostile_trajectory(path: Path) -> Path:
     with TrajectoryWriter(path) as writer:
-        writer.write("run_info", note=HOSTILE)
+        served = {"id": HOSTILE, "root": HOSTILE}
+        writer.write(
+            "run_info",
+            note=HOSTILE,
+            run_id=HOSTILE,
+            repo=HOSTILE,
+            policy=HOSTILE,
+            model={
+                "kind": "server",
+                "name": HOSTILE,
+                "served": served,
+                "model_info": {"model_path": HOSTILE, "architectures": [HOSTILE]},
+            },
+            sampling={"temperature": HOSTILE},
+            sandbox={"backend": HOSTILE},
+        )
         writer.write("run_start", run_id=HOSTILE, model=HOSTILE, task=HOSTILE)
-        writer.write("assistant", step=1, finish_reason=HOSTILE, reasoning=HOSTILE,
-                     content=HOSTILE, usage={"prompt_tokens": HOSTILE},
-                     tool_calls=[{"name": HOSTILE, "arguments": json.dumps({"x": HOSTILE})},
-                                 {"name": "Bash", "arguments": HOSTILE}])  # fmt: skip
+        edit = {"file_path": HOSTILE, "old_string": HOSTILE, "new_string": HOSTILE + "\n+x"}
+        writer.write(
+            "assistant",
+            step=1,
+            finish_reason=HOSTILE,
+            reasoning=HOSTILE,
+            content=HOSTILE,
+            usage={"prompt_tokens": HOSTILE},
+            model=HOSTILE,
+            tool_calls=[
+                {"name": HOSTILE, "arguments": json.dumps({"x": HOSTILE})},
+                {"name": "Bash", "arguments": HOSTILE},
+                {"name": "Edit", "arguments": json.dumps(edit)},
+            ],
+        )
+        writer.write("assistant", step=2, model="other")  # two names: each step names its own
         writer.write("tool", step=1, name=HOSTILE, result=HOSTILE, is_error=True)
         writer.write("compaction", step=2, summary=HOSTILE)
         writer.write("run_end", stop_reason=HOSTILE, steps=HOSTILE, detail=HOSTILE,
                      summary=HOSTILE)  # fmt: skip
+    # The run folder's report and patch are shown too; they carry what the run wrote.
+    report = {"outcome": {"patch_ready": False, "reason": HOSTILE},
+              "patch": {"files": [HOSTILE], "insertions": 1, "deletions": 0},
+              "gate": {"passed": False, "findings": [HOSTILE]}}  # fmt: skip
+    (path.parent / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    (path.parent / "patch.diff").write_text(f"+++ b/{HOSTILE}\n+{HOSTILE}\n", encoding="utf-8")
     return path
 
 

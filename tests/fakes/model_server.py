@@ -18,6 +18,10 @@ and answers with what SGLang's parsers make of that text:
   `finish_reason` "stop" becomes "tool_calls". A scripted "length" stays "length". Without a
   call the `tool_calls` key is left out, as SGLang's `ChatMessage` serialiser does.
 
+`GET /v1/models` lists the served name; `GET /model_info` (and its older name
+`/get_model_info`) answers SGLang's fields with `model_path`. The reply's `model` echoes the
+request's, as SGLang's `_build_chat_response` does.
+
 The reply has SGLang's shape: `metadata: null`, `matched_stop`, and usage with
 `reasoning_tokens` and `completion_tokens_details` (`tests/agent/test_sglang_conformance.py`
 compares it with SGLang's own response models).
@@ -48,6 +52,7 @@ from frognano.agent.qwen3_coder import THINK_END, THINK_START, TOOL_CALL_START, 
 
 MODEL_NAME = "frognano"
 MAX_MODEL_LEN = 131072
+MODEL_PATH = "/models/Qwen3.5-35B-A3B-FP8"
 
 
 # The five tool definitions of harness.md section 1.1, verbatim, for tests that must not depend
@@ -173,6 +178,21 @@ class _Handler(BaseHTTPRequestHandler):
                 "max_model_len": MAX_MODEL_LEN,
             }
             self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
+        elif path in ("/model_info", "/get_model_info") and owner.model_path is not None:
+            time.sleep(owner.model_info_delay)
+            # SGLang's http_server.py: /get_model_info is the older name of /model_info.
+            info = {
+                "model_path": owner.model_path,
+                "tokenizer_path": owner.model_path,
+                "is_generation": True,
+                "preferred_sampling_params": None,
+                "weight_version": "default",
+                "has_image_understanding": False,
+                "has_audio_understanding": False,
+                "model_type": "qwen3_5_moe",
+                "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+            }
+            self._send(200, json.dumps(info).encode())
         else:
             self._send(404, b'{"detail":"Not Found"}')
 
@@ -200,10 +220,15 @@ class ScriptedModelServer:
         model: str = MODEL_NAME,
         cache_report: bool = True,
         keep_requests: int | None = None,
+        model_path: str | None = MODEL_PATH,
     ) -> None:
         """`keep_requests` bounds `requests`/`raw_requests`/`request_headers` to the last N
-        (a long benchmark need not hold every 0.5 MB body); None keeps all."""
+        (a long benchmark need not hold every 0.5 MB body); None keeps all. `model_path` is
+        what `/model_info` names (None: a server without it, which answers 404)."""
         self.model = model
+        self.model_path = model_path
+        self.model_info_delay = 0.0
+        """Seconds `/model_info` waits before it answers (a slow or stuck server)."""
         self.cache_report = cache_report
         """False: no `prompt_tokens_details` (SGLang without `--enable-cache-report`)."""
         self.requests: list[dict[str, Any]] = []

@@ -210,16 +210,7 @@ class AgentLoop:
                 raise
             await self._compact()
             turn = await self._complete(self.conversation)
-        self.trajectory.write(
-            "assistant",
-            step=self.stats.steps + 1,
-            content=turn.content,
-            reasoning=turn.reasoning,
-            tool_calls=[asdict(call) for call in turn.tool_calls],
-            finish_reason=turn.finish_reason,
-            calls_from_content=turn.calls_from_content,
-            usage=None if turn.usage is None else asdict(turn.usage),
-        )
+        self.trajectory.write("assistant", step=self.stats.steps + 1, **turn.record())
         return turn
 
     async def _complete(

@@ -20,7 +20,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 import openai
@@ -30,7 +30,7 @@ from frognano.agent.model_errors import Retryable, failure
 from frognano.agent.reply import clip, parse_completion
 from frognano.agent.request import RequestBody, SamplingConfig
 from frognano.agent.turns import AssistantTurn, Conversation
-from frognano.errors import ModelResponseError, ModelUnavailable
+from frognano.errors import ModelError, ModelResponseError, ModelUnavailable
 from frognano.log import get_logger
 
 __all__ = ["ModelClient", "RetryPolicy", "ServerInfo"]
@@ -56,10 +56,18 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class ServerInfo:
-    """What `ModelClient.check` learned from the server's `/v1/models`."""
+    """What `ModelClient.check` learned: the `/v1/models` entry of the model, and SGLang's
+    `/model_info` (or the older `/get_model_info`) where the server answers it."""
 
     model: str
     max_model_len: int | None
+    served: dict[str, Any] = field(default_factory=dict)
+    """The entry's `id`, `root`, `owned_by`, `max_model_len` (those the server sent)."""
+    model_info: dict[str, Any] = field(default_factory=dict)
+    """SGLang's `model_path`, `tokenizer_path`, `weight_version`...; empty elsewhere."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"served": self.served, "model_info": self.model_info}
 
 
 class ModelClient:
@@ -98,6 +106,10 @@ class ModelClient:
             timeout=request_timeout,
         )
         self._body = RequestBody(model, tools_json, sampling)
+        self.server: ServerInfo | None = None
+        self.identity_timeout = 10.0
+        """Seconds to wait for `/model_info`: the identity is a nicety, never a stall."""
+        """What the last `check` learned; None before one succeeds."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -171,13 +183,43 @@ class ModelClient:
         for entry in entries:
             if entry.get("id") == self.model:
                 length = entry.get("max_model_len")
-                return ServerInfo(self.model, length if isinstance(length, int) else None)
+                self.server = ServerInfo(
+                    self.model,
+                    length if isinstance(length, int) else None,
+                    _plain(entry, _SERVED_KEYS),
+                    await self._model_info(),
+                )
+                return self.server
         served = ", ".join(str(e.get("id")) for e in entries) or "none"
         raise ModelResponseError(
             f"the model server at {self.base_url} does not serve a model named {self.model!r} "
             f"(it serves: {served}); set FROGNANO_MODEL_NAME to one of them, or "
             "FROGNANO_MODEL_BASE_URL to the right server"
         )
+
+    def describe(self) -> dict[str, Any]:
+        """What a trajectory's `run_info` records of the model: the name asked for and what
+        `check` learned of the server (not its address, which may be a private one)."""
+        about: dict[str, Any] = {"kind": "server", "name": self.model}
+        if self.server is not None:
+            about.update(self.server.to_json())
+        return about
+
+    async def _model_info(self) -> dict[str, Any]:
+        """SGLang's model identity, asked once (no retry); {} from a server without it."""
+        root = self.base_url.rstrip("/")
+        if not root.endswith("/v1"):
+            return {}
+        for path in ("/model_info", "/get_model_info"):
+            try:
+                async with asyncio.timeout(self.identity_timeout):
+                    raw = await self._attempt(root.removesuffix("/v1") + path, None)
+                info = json.loads(raw)
+            except (Retryable, ModelError, ValueError, TimeoutError):
+                continue
+            if isinstance(info, dict):
+                return _plain(info, _MODEL_INFO_KEYS)
+        return {}
 
     async def _send(self, path: str, body: bytes | None) -> bytes:
         policy = self.retry
@@ -220,3 +262,19 @@ class ModelClient:
             return await self._client.post(path, cast_to=bytes, content=body)
         except (openai.APIConnectionError, openai.APIStatusError) as exc:
             raise failure(exc, base_url=self.base_url, model=self.model) from exc
+
+
+_SERVED_KEYS = ("id", "root", "owned_by", "max_model_len")
+_MODEL_INFO_KEYS = ("model_path", "tokenizer_path", "weight_version", "model_type", "architectures")
+
+
+def _plain(source: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The `keys` of `source` whose values are short strings, integers or lists of strings."""
+    kept: dict[str, Any] = {}
+    for key in keys:
+        value = source.get(key)
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            kept[key] = clip(value) if isinstance(value, str) else value
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            kept[key] = [clip(v) for v in value[:8]]
+    return kept

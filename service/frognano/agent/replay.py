@@ -32,6 +32,7 @@ def _turn(event: dict[str, Any]) -> AssistantTurn:
         finish_reason=str(event.get("finish_reason") or "stop"),
         usage=None,
         message=message,
+        model=str(event["model"]) if isinstance(event.get("model"), str) else None,
     )
 
 
@@ -39,10 +40,26 @@ class ReplayModel:
     """Answers each request with the next recorded assistant turn; the tools still run, in a
     fresh sandbox, so what they do now is what the patch reflects."""
 
-    def __init__(self, turns: list[AssistantTurn], source: Path) -> None:
+    def __init__(
+        self, turns: list[AssistantTurn], source: Path, recorded: dict[str, Any] | None = None
+    ) -> None:
         self.turns = turns
         self.source = source
+        self.recorded = recorded or {}
+        """The recording's `run_info` (empty when it has none)."""
         self._next = 0
+
+    def describe(self) -> dict[str, Any]:
+        """What the replay's `run_info` records: which recording it plays, and that run's id
+        and model as the recording names them."""
+        return {
+            "kind": "replay",
+            "replay_of": {
+                "trajectory": str(self.source.resolve()),
+                "run_id": self.recorded.get("run_id"),
+                "model": self.recorded.get("model"),
+            },
+        }
 
     @classmethod
     def load(cls, path: Path) -> ReplayModel:
@@ -57,7 +74,8 @@ class ReplayModel:
                 f"{path} records no model turn to replay; give the trajectory.jsonl of a run "
                 "(`frognano solve` or the worker write one)"
             )
-        return cls(turns, path)
+        info = next((e for e in events if e.get("event") == "run_info"), {})
+        return cls(turns, path, info)
 
     async def complete(
         self,

@@ -113,6 +113,7 @@ def parse_completion(
         usage=_usage(reply.get("usage")),
         message=echo,
         calls_from_content=from_content,
+        model=_text(reply.get("model")),
     )
 
 
@@ -201,6 +202,11 @@ def _usage(usage: Any) -> Usage | None:
         completion_tokens=_int(usage.get("completion_tokens")),
         cached_tokens=cached if isinstance(cached, int) and not isinstance(cached, bool) else None,
     )
+
+
+def _text(value: Any) -> str | None:
+    """A string the server sent for a name, cut to 500 characters; None for anything else."""
+    return clip(value) if isinstance(value, str) else None
 
 
 def _int(value: Any) -> int:

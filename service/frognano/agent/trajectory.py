@@ -10,6 +10,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
+from frognano.agent.trajectory_view import (
+    RunFiles,
+    edit_diff,
+    facts,
+    reported_models,
+    step_tokens,
+    title,
+    verdict,
+)
 from frognano.agent.turns import dumps
 from frognano.terminal import printable
 
@@ -94,35 +103,31 @@ def read_events(path: Path) -> ReadResult:
     return ReadResult(events, damaged)
 
 
-def render(events: list[dict[str, Any]], *, max_chars: int = 2000) -> Iterator[str]:
-    """The run as plain text for a terminal, one block per event; long texts are cut to
-    `max_chars`, and control characters, which the model, the tools and the repository
-    write, are shown as escapes (`\x1b`), never sent."""
-    for block in _blocks(events, max_chars):
+def render(
+    events: list[dict[str, Any]], *, max_chars: int = 2000, files: RunFiles | None = None
+) -> Iterator[str]:
+    """The run as plain text for a terminal: its facts (model, sampling...) and, from `files`,
+    its verdict, then one block per event, then the patch. Long texts are cut to `max_chars`
+    (the patch to ten times that), and control characters, which the model, the tools and the
+    repository write, are shown as escapes (`\x1b`), never sent."""
+    for block in _blocks(events, max_chars, files or RunFiles()):
         yield printable(block)
 
 
-def _blocks(events: list[dict[str, Any]], max_chars: int) -> Iterator[str]:
+def _blocks(events: list[dict[str, Any]], max_chars: int, files: RunFiles) -> Iterator[str]:
+    yield title(events)
+    yield "\n".join(
+        f"    {label}: {value}" for label, value in facts(events) + verdict(files.report)
+    )
+    several = len(reported_models(events)) > 1
     for event in events:
         kind = event["event"]
         stamp = f"[{event.get('t', 0.0):8.1f}s]"
         if kind == "run_start":
-            yield f"{stamp} run {event.get('run_id', '?')} with model {event.get('model', '?')}"
+            yield f"{stamp} task"
             yield _indent(_cut(str(event.get("task", "")), max_chars))
         elif kind == "assistant":
-            usage = event.get("usage") or {}
-            yield (
-                f"{stamp} step {event.get('step')}: assistant "
-                f"(finish={event.get('finish_reason')}, prompt={usage.get('prompt_tokens', '?')}, "
-                f"cached={usage.get('cached_tokens', '?')}, "
-                f"completion={usage.get('completion_tokens', '?')})"
-            )
-            if event.get("reasoning"):
-                yield _indent("thinking: " + _cut(event["reasoning"], max_chars))
-            if event.get("content"):
-                yield _indent(_cut(event["content"], max_chars))
-            for call in event.get("tool_calls") or []:
-                yield _indent(f"-> {call.get('name')}({_cut(call.get('arguments', ''), 400)})")
+            yield from _assistant(event, stamp, max_chars, several)
         elif kind == "tool":
             flag = " error" if event.get("is_error") else ""
             yield (
@@ -140,9 +145,31 @@ def _blocks(events: list[dict[str, Any]], max_chars: int) -> Iterator[str]:
             )
             if event.get("summary"):
                 yield _indent(_cut(event["summary"], max_chars))
-        elif kind != "request":
+        elif kind not in ("request", "run_info"):
             details = {k: v for k, v in event.items() if k not in ("event", "t")}
             yield f"{stamp} {kind}: {_cut(json.dumps(details, ensure_ascii=False), max_chars)}"
+    if files.patch is not None:
+        yield "patch.diff:" if files.patch else "patch.diff: empty (no change)"
+        if files.patch:
+            yield _indent(_cut(files.patch, max_chars * 10))
+
+
+def _assistant(event: dict[str, Any], stamp: str, max_chars: int, several: bool) -> Iterator[str]:
+    by = f", model={event.get('model')}" if several else ""
+    yield (
+        f"{stamp} step {event.get('step')}: assistant "
+        f"(finish={event.get('finish_reason')}, {step_tokens(event.get('usage'))}{by})"
+    )
+    if event.get("reasoning"):
+        yield _indent("thinking: " + _cut(event["reasoning"], max_chars))
+    if event.get("content"):
+        yield _indent(_cut(event["content"], max_chars))
+    for call in event.get("tool_calls") or []:
+        diff = edit_diff(call.get("arguments")) if call.get("name") == "Edit" else None
+        if diff is None:
+            yield _indent(f"-> {call.get('name')}({_cut(call.get('arguments', ''), 400)})")
+        else:
+            yield _indent(f"-> Edit\n{_indent(_cut(diff, max_chars))}")
 
 
 def _cut(text: str, limit: int) -> str:

@@ -6,6 +6,14 @@ import json
 from html import escape as _escape
 from typing import Any
 
+from frognano.agent.trajectory_view import (
+    RunFiles,
+    edit_diff,
+    facts,
+    step_tokens,
+    title,
+    verdict,
+)
 from frognano.terminal import printable
 
 # Inline and small: the page must open from a file, offline, with nothing fetched.
@@ -18,7 +26,10 @@ padding:.2rem 0 .2rem .8rem}.assistant{border-color:#0969da}.tool{border-color:#
 .t{color:#57606a;font-weight:400;font-variant-numeric:tabular-nums}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;white-space:pre-wrap;
 word-break:break-word;margin:.4rem 0}details summary{cursor:pointer;color:#57606a}
-code{background:#f6f8fa;padding:0 .2rem}
+code{background:#f6f8fa;padding:0 .2rem}table.facts{border-collapse:collapse}
+.facts th{text-align:left;padding:.1rem .8rem .1rem 0;color:#57606a;font-weight:400;
+vertical-align:top}.ready{color:#1a7f37}.not-ready{color:#cf222e}
+.add{background:#dafbe1}.del{background:#ffebe9}.file{font-weight:600}
 """
 
 
@@ -37,6 +48,40 @@ def _head(event: dict[str, Any], title: str) -> str:
     )
 
 
+def _diff(text: str) -> str:
+    """A unified diff, each line escaped and marked as added, removed or a file header."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith(("+++", "---", "diff --git")):
+            css = "file"
+        elif line.startswith("+"):
+            css = "add"
+        elif line.startswith("-"):
+            css = "del"
+        else:
+            lines.append(escape(line) + "\n")
+            continue
+        lines.append(f'<span class="{css}">{escape(line)}</span>\n')
+    return '<pre class="diff">' + "".join(lines) + "</pre>"
+
+
+def _call(call: dict[str, Any]) -> str:
+    name = call.get("name")
+    diff = edit_diff(call.get("arguments")) if name == "Edit" else None
+    shown = _pre(_arguments(call.get("arguments", ""))) if diff is None else _diff(diff)
+    return f"<div>calls <code>{escape(str(name))}</code></div>{shown}"
+
+
+def _facts(rows: list[tuple[str, str]]) -> str:
+    cells = []
+    for label, value in rows:
+        css = ""
+        if label == "verdict":
+            css = ' class="ready"' if value.startswith("patch ready") else ' class="not-ready"'
+        cells.append(f"<tr><th>{escape(label)}</th><td{css}>{escape(value)}</td></tr>")
+    return '<table class="facts">' + "".join(cells) + "</table>"
+
+
 def _arguments(raw: Any) -> str:
     try:
         return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
@@ -53,12 +98,10 @@ def _block(event: dict[str, Any]) -> str:  # noqa: PLR0911 - one branch per even
             f"{_pre(str(event.get('task', '')))}</details></div>"
         )
     if kind == "assistant":
-        usage = event.get("usage") or {}
         title = (
             f"Step {escape(str(event.get('step')))}: the model "
             f'<span class="t">(finish {escape(str(event.get("finish_reason")))}, '
-            f"{escape(str(usage.get('prompt_tokens', '?')))} prompt tokens, "
-            f"{escape(str(usage.get('cached_tokens', '?')))} cached)</span>"
+            f"{escape(step_tokens(event.get('usage')))})</span>"
         )
         parts = [f'<div class="step assistant">{_head(event, title)}']
         if event.get("reasoning"):
@@ -67,11 +110,7 @@ def _block(event: dict[str, Any]) -> str:  # noqa: PLR0911 - one branch per even
             )
         if event.get("content"):
             parts.append(_pre(event["content"]))
-        for call in event.get("tool_calls") or []:
-            parts.append(
-                f"<div>calls <code>{escape(str(call.get('name')))}</code></div>"
-                + _pre(_arguments(call.get("arguments", "")))
-            )
+        parts.extend(_call(call) for call in event.get("tool_calls") or [])
         return "".join(parts) + "</div>"
     if kind == "tool":
         error = bool(event.get("is_error"))
@@ -95,25 +134,27 @@ def _block(event: dict[str, Any]) -> str:  # noqa: PLR0911 - one branch per even
         )
         summary = _pre(str(event["summary"])) if event.get("summary") else ""
         return f'<div class="step end">{_head(event, title)}{summary}</div>'
-    if kind == "request":
+    if kind in ("request", "run_info"):
         return ""
     details = {k: v for k, v in event.items() if k not in ("event", "t")}
     title = escape(kind)
     return f'<div class="step">{_head(event, title)}{_pre(json.dumps(details, indent=2))}</div>'
 
 
-def render_html(events: list[dict[str, Any]], *, source: str) -> str:
-    """The whole page for `events`, read from `source` (named in the heading)."""
-    start = next((e for e in events if e.get("event") == "run_start"), {})
-    heading = (
-        f"FrogNano run {escape(str(start.get('run_id', '?')))} with model "
-        f"{escape(str(start.get('model', '?')))}"
-    )
+def render_html(events: list[dict[str, Any]], *, source: str, files: RunFiles | None = None) -> str:
+    """The whole page for `events`, read from `source` (named in the heading): the run's
+    facts and, from `files`, its verdict, then the events, then the patch."""
+    files = files or RunFiles()
+    heading = "FrogNano " + escape(title(events))
     body = "\n".join(block for block in map(_block, events) if block)
+    if files.patch is not None:
+        patch = _diff(files.patch) if files.patch else "<p>empty: the run changed nothing</p>"
+        body += f'\n<h2>The patch</h2><div class="step end">{patch}</div>'
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{heading}</title><style>{_STYLE}</style></head><body>"
-        f'<h1>{heading}</h1><p class="meta">From <code>{escape(source)}</code>; '
+        f"<h1>{heading}</h1>{_facts(facts(events) + verdict(files.report))}"
+        f'<p class="meta">From <code>{escape(source)}</code>; '
         f"{len(events)} events. Reasoning is folded: click to open.</p>\n{body}\n</body></html>\n"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -50,6 +50,20 @@ class AssistantTurn:
     calls_from_content: bool = False
     """True when the calls were parsed from qwen3_coder XML left in `content` by a server
     started without `--tool-call-parser`."""
+    model: str | None = None
+    """The `model` field of the server's reply (SGLang echoes the served name asked for)."""
+
+    def record(self) -> dict[str, Any]:
+        """The trajectory's `assistant` event fields for this turn (step and time aside)."""
+        return {
+            "content": self.content,
+            "reasoning": self.reasoning,
+            "tool_calls": [asdict(call) for call in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "calls_from_content": self.calls_from_content,
+            "usage": None if self.usage is None else asdict(self.usage),
+            "model": self.model,
+        }
 
     @property
     def truncated(self) -> bool:

@@ -246,7 +246,7 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
 
     ports = RunPorts.from_settings(settings)
     if played is not None:
-        ports = RunPorts(fixed_model(played), ports.sandboxes)
+        ports = RunPorts(fixed_model(played, played.describe()), ports.sandboxes)
 
     async def go() -> SolveOutcome:
         if live is None:

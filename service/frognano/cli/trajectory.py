@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from frognano.agent.trajectory import read_events, render
+from frognano.agent.trajectory_view import run_files
 from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import say as _say
@@ -71,8 +72,10 @@ def trajectory_show(
         ),
     ] = None,
 ) -> None:
-    """Print a recorded run: each model turn, tool call and result. Exits 2 for a file with
-    no readable event (empty, or not a trajectory) or an unknown --format."""
+    """Print a recorded run: the model, sampling and limits, each model turn (Edit calls as
+    diffs), tool call and result, and, from report.json and patch.diff beside the file, the
+    verdict and the patch. Exits 2 for a file with no readable event (empty, or not a
+    trajectory) or an unknown --format."""
     if output_format not in ("text", "html"):
         _fail(f"unknown --format {output_format!r}; use text or html", 2)
     try:
@@ -90,13 +93,14 @@ def trajectory_show(
             "worker writes, one JSON event per line",
             2,
         )
+    files = run_files(file)
     if output_format == "html":
         from frognano.agent.trajectory_html import render_html  # noqa: PLC0415
 
-        page = render_html(read.events, source=str(file))
+        page = render_html(read.events, source=str(file), files=files)
     else:
         limit = 10**9 if full else 2000
-        page = "".join(block + "\n" for block in render(read.events, max_chars=limit))
+        page = "".join(block + "\n" for block in render(read.events, max_chars=limit, files=files))
     if out is None:
         sys.stdout.write(page)
         sys.stdout.flush()

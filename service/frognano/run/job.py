@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from frognano.agent.loop_types import AgentResult
 from frognano.agent.untrusted import Hidden
@@ -73,6 +74,8 @@ class RunState:
     stages: dict[RunStage, float] = field(default_factory=dict)
     mechanism: str | None = None
     host_paths: HostPaths = field(default_factory=HostPaths)
+    model: dict[str, Any] = field(default_factory=dict)
+    """What the trajectory's `run_info` records of the model (`ModelSession.describe`)."""
     """The host folders the run's sandboxes show at their own paths (all are built alike)."""
     base_commit: str | None = None
     instructions: Instructions | None = None

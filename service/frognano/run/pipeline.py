@@ -120,6 +120,7 @@ async def solve(
         if model.base_url is not None:
             stage("checking the model server")
             await model.check(wait=job.wait_for_model)
+        run.model = model.describe()
         await _work(
             run,
             variant,
@@ -249,6 +250,7 @@ async def _run_agent(
             repo_dir=str(job.repo_dir.resolve()),
             base_commit=run.base_commit,
             policy=job.policy_source,
+            model=run.model,
             sampling=sampling.summary(),
             sandbox={
                 "backend": job.backend,

@@ -30,6 +30,10 @@ class ModelSession(ChatModel, Protocol):
 
     async def check(self, *, wait: bool = True) -> object: ...
 
+    def describe(self) -> dict[str, Any]:
+        """What the trajectory's `run_info` records of the model (after `check`)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -107,7 +111,11 @@ class _Fixed:
     """A model that needs no server: checking it finds it there, closing it does nothing."""
 
     model: ChatModel
+    about: dict[str, Any]
     base_url: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return self.about
 
     async def complete(
         self,
@@ -126,6 +134,8 @@ class _Fixed:
         return None
 
 
-def fixed_model(model: ChatModel) -> ModelFactory:
-    """A factory that hands every run `model` itself (a replay, a benchmark's scripted one)."""
-    return lambda _sampling: _Fixed(model)
+def fixed_model(model: ChatModel, about: dict[str, Any] | None = None) -> ModelFactory:
+    """A factory that hands every run `model` itself (a replay, a benchmark's scripted one);
+    `about` is what the trajectory records of it (default: its class)."""
+    described = about if about is not None else {"kind": type(model).__name__}
+    return lambda _sampling: _Fixed(model, described)
