@@ -16,12 +16,13 @@ from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
+from frognano.cli.style import typer_app
 from frognano.modelserver.sglang import SGLangOptions, conflicting_flags, launch_command
 from frognano.terminal import printable
 
 __all__ = ["model_app"]
 
-model_app = typer.Typer(
+model_app = typer_app(
     help="Serve FrogNano-4B with SGLang, and check that a model server suits FrogNano.",
     no_args_is_help=True,
 )

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from frognano.cli.style import typer_app
 from frognano.errors import ConfigError
 from frognano.policy.fileformat import file_schema_text
 from frognano.policy.issues import PolicyError, PolicyIssue
@@ -24,7 +25,7 @@ from frognano.terminal import printable
 
 __all__ = ["policy_app"]
 
-policy_app = typer.Typer(
+policy_app = typer_app(
     help="Check the admins' policy files and show what they decide for a repository.",
     no_args_is_help=True,
 )

@@ -19,6 +19,7 @@ from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.cli.kube import default_spec, probe_pod_network, reap_command, seccomp_profile_command
 from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
+from frognano.cli.style import typer_app
 from frognano.run.workspace import env_in_tree
 from frognano.sandbox import SandboxOptions, create_sandbox
 from frognano.sandbox.netcheck import (
@@ -29,7 +30,7 @@ from frognano.sandbox.netcheck import (
     loopback_service,
 )
 
-sandbox_app = typer.Typer(
+sandbox_app = typer_app(
     help="Check and use the sandboxes that agent commands run in.", no_args_is_help=True
 )
 sandbox_app.command("reap")(reap_command)

@@ -13,8 +13,9 @@ from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import say as _say
 from frognano.cli.solve import solve_command
+from frognano.cli.style import typer_app
 
-trajectory_app = typer.Typer(help="Read the trajectories that runs record.", no_args_is_help=True)
+trajectory_app = typer_app(help="Read the trajectories that runs record.", no_args_is_help=True)
 
 
 @trajectory_app.command("replay")
