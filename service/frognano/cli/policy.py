@@ -91,6 +91,7 @@ def _print_warnings(warnings: list[PolicyIssue]) -> None:
 PolicyDirArgument = Annotated[
     Path | None,
     typer.Argument(
+        metavar="DIR",
         help="Directory of policy *.yaml files (default: FROGNANO_POLICY_DIR).",
         show_default=False,
     ),
@@ -138,6 +139,7 @@ def explain_command(
         Path | None,
         typer.Option(
             "--policy-dir",
+            metavar="DIR",
             help="Directory of policy *.yaml files (default: FROGNANO_POLICY_DIR).",
             show_default=False,
         ),

@@ -107,14 +107,15 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
     command: Annotated[
         list[str],
         typer.Argument(
+            metavar="COMMAND",
             help="Command to run, after `--`. One argument is a bash command line; "
-            "several are quoted word by word."
+            "several are quoted word by word.",
         ),
     ],
     python_env: PythonEnvOption = None,
     repo_venv: RepoVenvOption = False,
     timeout: Annotated[
-        float, typer.Option(help="Seconds before everything is killed.", min=1)
+        float, typer.Option(metavar="SECONDS", help="Seconds before everything is killed.", min=1)
     ] = 600,
     sandbox: SandboxChoice = None,
 ) -> None:

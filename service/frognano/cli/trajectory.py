@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -34,10 +34,14 @@ def trajectory_replay(  # noqa: PLR0917 - typer maps each parameter to an argume
     ],
     patch: Annotated[
         Path | None,
-        typer.Option(help="The patch to reproduce (default: patch.diff beside the trajectory)."),
+        typer.Option(
+            metavar="FILE",
+            help="The patch to reproduce (default: patch.diff beside the trajectory).",
+        ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Folder for the replay's results (default: a new run's).")
+        Path | None,
+        typer.Option(metavar="DIR", help="Folder for the replay's results (default: a new run's)."),
     ] = None,
 ) -> None:
     """Re-execute a recorded run's tool calls in a fresh sandbox, then verification and the
@@ -57,12 +61,14 @@ def trajectory_show(
     file: Annotated[
         Path, typer.Argument(help="A trajectory.jsonl file.", exists=True, dir_okay=False)
     ],
-    full: Annotated[bool, typer.Option(help="Print texts whole instead of cutting them.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Print texts whole instead of cutting them.")
+    ] = False,
     output_format: Annotated[
-        str,
+        Literal["text", "html"],
         typer.Option(
             "--format",
-            help="text, or html: one self-contained page (reasoning folded), texts whole.",
+            help="html: one self-contained page (reasoning folded), texts whole.",
         ),
     ] = "text",
     out: Annotated[
@@ -71,11 +77,10 @@ def trajectory_show(
             "--out", help="Write to this file instead of standard output.", dir_okay=False
         ),
     ] = None,
+    _no_full: Annotated[bool, typer.Option("--no-full", hidden=True)] = False,
 ) -> None:
     """Print a recorded run: each model turn, tool call and result. Exits 2 for a file with
     no readable event (empty, or not a trajectory) or an unknown --format."""
-    if output_format not in ("text", "html"):
-        _fail(f"unknown --format {output_format!r}; use text or html", 2)
     try:
         read = read_events(file)
     except OSError as exc:
