@@ -98,15 +98,30 @@ PolicyDirArgument = Annotated[
 ]
 
 
+PolicyDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--policy-dir",
+        metavar="DIR",
+        help="Directory of policy *.yaml files (default: FROGNANO_POLICY_DIR).",
+        show_default=False,
+    ),
+]
+
+
 @policy_app.command("validate")
-def validate_command(ctx: typer.Context, directory: PolicyDirArgument = None) -> None:
+def validate_command(
+    ctx: typer.Context, directory: PolicyDirArgument = None, policy_dir: PolicyDirOption = None
+) -> None:
     """Check every *.yaml directly in the policy directory, as the service would load them.
 
     Prints each problem as FILE:LINE: key: message and exits 1, or says how many files are
     valid and exits 0. A missing or empty directory exits 2. A list that replaces one of the
     protective lists and drops entries is a warning (FILE:LINE: warning: ...), exit 0.
     """
-    where = directory if directory is not None else _settings(ctx).policy_dir
+    if directory is not None and policy_dir is not None and directory != policy_dir:
+        _fail("give the policy directory once: as DIR or as --policy-dir", 2)
+    where = directory or policy_dir or _settings(ctx).policy_dir
     policies = _load(where)
     _print_warnings(policies.warnings())
     count = len(policies.files)
@@ -135,15 +150,7 @@ def explain_command(
     repo: Annotated[
         str, typer.Argument(metavar="OWNER/REPO", help="The repository, e.g. acme/api.")
     ],
-    policy_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--policy-dir",
-            metavar="DIR",
-            help="Directory of policy *.yaml files (default: FROGNANO_POLICY_DIR).",
-            show_default=False,
-        ),
-    ] = None,
+    policy_dir: PolicyDirOption = None,
     changed: Annotated[
         bool,
         typer.Option(
