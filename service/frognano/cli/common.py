@@ -71,8 +71,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def _unreachable(exc: Exception) -> str | None:
     """One line for an error that says a server did not answer (the Kubernetes API through
-    urllib3, a refused or timed-out connection), or None for any other error."""
-    if isinstance(exc, ConnectionError | TimeoutError):
+    urllib3, a refused or reset connection), or None for any other error."""
+    if isinstance(exc, ConnectionError):
         return f"a server did not answer: {exc}"
     urllib3 = sys.modules.get("urllib3.exceptions")
     if urllib3 is not None and isinstance(exc, urllib3.MaxRetryError):
