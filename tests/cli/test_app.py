@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -52,11 +53,10 @@ def test_bad_settings_exit_2_with_the_fix() -> None:
     assert "'json' or 'console'" in done.stderr
 
 
-def test_unknown_backend_is_a_configuration_error() -> None:
+def test_unknown_backend_is_bad_usage() -> None:
     done = frognano("sandbox", "run", "--sandbox", "docker", str(EXAMPLE), "--", "true")
     assert done.returncode == 2
-    assert "not available in this version" in done.stderr
-    assert "kubernetes, local" in done.stderr
+    assert "'docker' is not one of 'local', 'kubernetes'" in done.stderr
 
 
 def test_kubernetes_without_a_cluster_says_what_to_set(tmp_path: Path) -> None:
@@ -132,3 +132,27 @@ def test_trajectory_show_refuses_a_file_with_no_event(
     assert done.stdout == ""
     assert says in done.stderr
     assert "one JSON event per line" in done.stderr
+
+
+def test_an_unreachable_kubernetes_api_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    )
+    done = frognano(
+        "sandbox", "reap", env={"FROGNANO_K8S_KUBECONFIG": str(kubeconfig),
+                                "FROGNANO_LOG_LEVEL": "ERROR"},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        line for line in done.stderr.splitlines() if line.startswith("error: cannot reach ")
+    ]
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"https://127.0.0.1:{port}" in done.stderr

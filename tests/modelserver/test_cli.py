@@ -143,7 +143,7 @@ def test_unreachable_endpoint_exits_1_with_a_readable_message() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    done = frognano("model", "check", "--base-url", url)
+    done = frognano("model", "check", "--model-url", url)
     assert done.returncode == 1
     assert rows(done.stdout)["endpoint reachable"] == "FAIL"
     assert f"no answer from {url}/models: cannot connect" in done.stderr
@@ -160,10 +160,11 @@ def test_a_refused_completion_shows_the_servers_words() -> None:
     assert "answered HTTP 400: scripted HTTP 400" in done.stderr
 
 
-def test_bad_base_url_is_bad_usage() -> None:
-    done = frognano("model", "check", "--base-url", "localhost:30000")
+@pytest.mark.parametrize("option", ["--model-url", "--base-url"])  # --base-url: hidden alias
+def test_bad_model_url_is_bad_usage(option: str) -> None:
+    done = frognano("model", "check", option, "localhost:30000")
     assert done.returncode == 2
-    assert "is not an http:// or https:// URL" in done.stderr
+    assert "--model-url 'localhost:30000' is not an http:// or https:// URL" in done.stderr
 
 
 # ------------------------------------------------------------------------------ model serve
@@ -274,7 +275,7 @@ def test_serve_replaces_itself_with_sglang(tmp_path: Path, fake_sglang: dict[str
     assert seen["pid"] == process.pid  # the same process: signals reach SGLang directly
     assert seen["argv"] == ["--model-path", str(weights), *DEFAULT_COMMAND[5:]]
     assert "Starting SGLang:" in stderr
-    assert "frognano model check --base-url http://127.0.0.1:30000/v1" in stderr
+    assert "frognano model check --model-url http://127.0.0.1:30000/v1" in stderr
 
 
 def test_serve_needs_an_existing_model_folder(fake_sglang: dict[str, str]) -> None:

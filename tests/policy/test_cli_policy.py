@@ -93,6 +93,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Done]:
     invocations: dict[str, tuple[list[str], Path, dict[str, str]]] = {
         "validate": (["validate"], good, {"FROGNANO_POLICY_DIR": str(good / "policies")}),
         "validate_bad": (["validate", "policies"], bad, {}),
+        "validate_option": (["validate", "--policy-dir", "policies"], bad, {}),
         "validate_missing": (["validate"], empty, {}),  # FROGNANO_POLICY_DIR's default
         "schema": (["schema"], empty, {}),
         "explain": (["explain", "ACME/api", "--policy-dir", "policies"], good, {}),
@@ -124,6 +125,13 @@ def test_validate_prints_every_error_line_and_exits_1(runs: dict[str, Done]) -> 
     assert done.returncode == 1
     assert done.stdout.splitlines() == BAD_LINES
     assert "2 problems in the policy files of policies" in done.stderr
+
+
+def test_validate_takes_policy_dir_like_explain(runs: dict[str, Done]) -> None:
+    option, argument = runs["validate_option"], runs["validate_bad"]
+    assert (option.returncode, option.stdout, option.stderr) == (
+        argument.returncode, argument.stdout, argument.stderr,
+    )  # fmt: skip
 
 
 def test_validate_a_missing_directory_exits_2(runs: dict[str, Done]) -> None:

@@ -15,13 +15,14 @@ from frognano.cli.policy import policy_app
 from frognano.cli.sandbox import sandbox_app
 from frognano.cli.serve import serve_command
 from frognano.cli.solve import solve_command
+from frognano.cli.style import typer_app
 from frognano.cli.trajectory import trajectory_app
 from frognano.cli.worker import worker_command
 from frognano.errors import ConfigError
 from frognano.log import configure_logging
 from frognano.settings import load_settings
 
-app = typer.Typer(
+app = typer_app(
     name="frognano",
     help="Draft pull requests with the FrogNano-4B coding agent, in sandboxes without network.",
     no_args_is_help=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import signal
+import sys
 from collections.abc import Coroutine
 from typing import Any, NoReturn, TypeVar
 
@@ -55,12 +56,30 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         fail(str(exc), 2)
     except FrogNanoError as exc:
         fail(str(exc), 1)
+    except Exception as exc:
+        unreachable = _unreachable(exc)
+        if unreachable is None:
+            raise
+        fail(unreachable, 1)
     except KeyboardInterrupt:
         console(stderr=True).print("interrupted")
         raise typer.Exit(130) from None
     except asyncio.CancelledError:
         console(stderr=True).print("terminated")
         raise typer.Exit(143) from None
+
+
+def _unreachable(exc: Exception) -> str | None:
+    """One line for an error that says a server did not answer (the Kubernetes API through
+    urllib3, a refused or reset connection), or None for any other error."""
+    if isinstance(exc, ConnectionError):
+        return f"a server did not answer: {exc}"
+    urllib3 = sys.modules.get("urllib3.exceptions")
+    if urllib3 is not None and isinstance(exc, urllib3.MaxRetryError):
+        pool: Any = exc.pool
+        where = f"{pool.scheme}://{pool.host}:{pool.port}" if pool is not None else exc.url
+        return f"cannot reach {where}: {exc.reason}"
+    return None
 
 
 def root_settings(ctx: typer.Context) -> Settings:

@@ -16,12 +16,13 @@ from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
+from frognano.cli.style import typer_app
 from frognano.modelserver.sglang import SGLangOptions, conflicting_flags, launch_command
 from frognano.terminal import printable
 
 __all__ = ["model_app"]
 
-model_app = typer.Typer(
+model_app = typer_app(
     help="Serve FrogNano-4B with SGLang, and check that a model server suits FrogNano.",
     no_args_is_help=True,
 )
@@ -50,18 +51,22 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
     ] = None,
     model_path: Annotated[
         str,
-        typer.Option(help="Folder with FrogNano-4B's weights (or a Hugging Face repository id)."),
+        typer.Option(
+            metavar="PATH",
+            help="Folder with FrogNano-4B's weights (or a Hugging Face repository id).",
+        ),
     ] = DEFAULTS.model_path,
     host: Annotated[
         str,
         typer.Option(
+            metavar="ADDRESS",
             help="Address to listen on. SGLang has no authentication: keep it on loopback "
-            "unless a firewall or network policy guards the port."
+            "unless a firewall or network policy guards the port.",
         ),
     ] = DEFAULTS.host,
-    port: Annotated[int, typer.Option(help="TCP port to listen on.", min=1, max=65535)] = (
-        DEFAULTS.port
-    ),
+    port: Annotated[
+        int, typer.Option(metavar="PORT", help="TCP port to listen on.", min=1, max=65535)
+    ] = DEFAULTS.port,
     gpus: Annotated[
         int, typer.Option(help="GPUs to split the model over (SGLang's --tp-size).", min=1)
     ] = DEFAULTS.tp_size,
@@ -75,8 +80,9 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
         ),
     ] = DEFAULTS.mem_fraction_static,
     dry_run: Annotated[
-        bool, typer.Option(help="Print the command line (shell-quoted) and exit.")
+        bool, typer.Option("--dry-run", help="Print the command line (shell-quoted) and exit.")
     ] = False,
+    _no_dry_run: Annotated[bool, typer.Option("--no-dry-run", hidden=True)] = False,
 ) -> None:
     """Start SGLang serving FrogNano-4B with the flags the Helm chart uses.
 
@@ -129,7 +135,7 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
         local = f"[{local}]"  # an IPv6 address in a URL
     sys.stderr.write(
         f"Starting SGLang: {line}\n"
-        f"When it is ready: frognano model check --base-url http://{local}:{port}/v1\n"
+        f"When it is ready: frognano model check --model-url http://{local}:{port}/v1\n"
     )
     sys.stdout.flush()
     sys.stderr.flush()
@@ -154,23 +160,30 @@ def _has_sglang(python: str) -> bool:
 
 
 @model_app.command("check")
-def check_command(
+def check_command(  # noqa: PLR0917 - typer maps each parameter to an option
     ctx: typer.Context,
-    base_url: Annotated[
+    model_url: Annotated[
         str | None,
         typer.Option(
+            "--model-url",
+            metavar="URL",
             help="OpenAI-compatible root, e.g. http://localhost:30000/v1 "
-            "(default: FROGNANO_MODEL_BASE_URL)."
+            "(default: FROGNANO_MODEL_BASE_URL).",
         ),
     ] = None,
     model: Annotated[
         str | None,
-        typer.Option(help="Served model name to check (default: FROGNANO_MODEL_NAME)."),
+        typer.Option(
+            metavar="NAME", help="Served model name to check (default: FROGNANO_MODEL_NAME)."
+        ),
     ] = None,
     max_tokens: Annotated[
         int, typer.Option(help="Tokens the test completion may generate.", min=16)
     ] = 512,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for each answer.", min=1)] = 120.0,
+    timeout: Annotated[
+        float, typer.Option(metavar="SECONDS", help="Seconds to wait for each answer.", min=1)
+    ] = 120.0,
+    base_url: Annotated[str | None, typer.Option("--base-url", hidden=True)] = None,
 ) -> None:
     """Check that a model server is reachable, serves the model and parses its output.
 
@@ -188,10 +201,10 @@ def check_command(
     from frognano.modelserver.verdicts import Status, Target, required_passed  # noqa: PLC0415
 
     settings = _settings(ctx)
-    url = (base_url or settings.model_base_url).rstrip("/")
+    url = (model_url or base_url or settings.model_base_url).rstrip("/")
     scheme, _, rest = url.partition("://")
     if scheme not in ("http", "https") or not rest:
-        _fail(f"--base-url {url!r} is not an http:// or https:// URL", 2)
+        _fail(f"--model-url {url!r} is not an http:// or https:// URL", 2)
     name = model or settings.model_name
     if not name.strip():
         _fail("--model must not be empty", 2)

@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 
+from frognano.settings import SandboxBackend
+
 SandboxChoice = Annotated[
-    str | None,
-    typer.Option("--sandbox", help="Backend: local or kubernetes (default: FROGNANO_SANDBOX)."),
+    SandboxBackend | None,
+    typer.Option("--sandbox", help="Sandbox backend (default: FROGNANO_SANDBOX)."),
 ]
 PythonEnvOption = Annotated[
     Path | None,

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from frognano.cli.style import typer_app
 from frognano.errors import ConfigError
 from frognano.policy.fileformat import file_schema_text
 from frognano.policy.issues import PolicyError, PolicyIssue
@@ -24,7 +25,7 @@ from frognano.terminal import printable
 
 __all__ = ["policy_app"]
 
-policy_app = typer.Typer(
+policy_app = typer_app(
     help="Check the admins' policy files and show what they decide for a repository.",
     no_args_is_help=True,
 )
@@ -90,6 +91,18 @@ def _print_warnings(warnings: list[PolicyIssue]) -> None:
 PolicyDirArgument = Annotated[
     Path | None,
     typer.Argument(
+        metavar="DIR",
+        help="Directory of policy *.yaml files (default: FROGNANO_POLICY_DIR).",
+        show_default=False,
+    ),
+]
+
+
+PolicyDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--policy-dir",
+        metavar="DIR",
         help="Directory of policy *.yaml files (default: FROGNANO_POLICY_DIR).",
         show_default=False,
     ),
@@ -97,14 +110,18 @@ PolicyDirArgument = Annotated[
 
 
 @policy_app.command("validate")
-def validate_command(ctx: typer.Context, directory: PolicyDirArgument = None) -> None:
+def validate_command(
+    ctx: typer.Context, directory: PolicyDirArgument = None, policy_dir: PolicyDirOption = None
+) -> None:
     """Check every *.yaml directly in the policy directory, as the service would load them.
 
     Prints each problem as FILE:LINE: key: message and exits 1, or says how many files are
     valid and exits 0. A missing or empty directory exits 2. A list that replaces one of the
     protective lists and drops entries is a warning (FILE:LINE: warning: ...), exit 0.
     """
-    where = directory if directory is not None else _settings(ctx).policy_dir
+    if directory is not None and policy_dir is not None and directory != policy_dir:
+        _fail("give the policy directory once: as DIR or as --policy-dir", 2)
+    where = directory or policy_dir or _settings(ctx).policy_dir
     policies = _load(where)
     _print_warnings(policies.warnings())
     count = len(policies.files)
@@ -133,14 +150,7 @@ def explain_command(
     repo: Annotated[
         str, typer.Argument(metavar="OWNER/REPO", help="The repository, e.g. acme/api.")
     ],
-    policy_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--policy-dir",
-            help="Directory of policy *.yaml files (default: FROGNANO_POLICY_DIR).",
-            show_default=False,
-        ),
-    ] = None,
+    policy_dir: PolicyDirOption = None,
     changed: Annotated[
         bool,
         typer.Option(

@@ -19,6 +19,7 @@ from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.cli.kube import default_spec, probe_pod_network, reap_command, seccomp_profile_command
 from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
+from frognano.cli.style import typer_app
 from frognano.run.workspace import env_in_tree
 from frognano.sandbox import SandboxOptions, create_sandbox
 from frognano.sandbox.netcheck import (
@@ -29,7 +30,7 @@ from frognano.sandbox.netcheck import (
     loopback_service,
 )
 
-sandbox_app = typer.Typer(
+sandbox_app = typer_app(
     help="Check and use the sandboxes that agent commands run in.", no_args_is_help=True
 )
 sandbox_app.command("reap")(reap_command)
@@ -106,14 +107,15 @@ def run_command(  # noqa: PLR0917 - typer maps each parameter to an argument or 
     command: Annotated[
         list[str],
         typer.Argument(
+            metavar="COMMAND",
             help="Command to run, after `--`. One argument is a bash command line; "
-            "several are quoted word by word."
+            "several are quoted word by word.",
         ),
     ],
     python_env: PythonEnvOption = None,
     repo_venv: RepoVenvOption = False,
     timeout: Annotated[
-        float, typer.Option(help="Seconds before everything is killed.", min=1)
+        float, typer.Option(metavar="SECONDS", help="Seconds before everything is killed.", min=1)
     ] = 600,
     sandbox: SandboxChoice = None,
 ) -> None:

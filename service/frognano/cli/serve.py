@@ -66,9 +66,13 @@ def serve_command(
     ctx: typer.Context,
     host: Annotated[
         str,
-        typer.Option(help="Address to listen on; 0.0.0.0 in a container behind a Service."),
+        typer.Option(
+            metavar="ADDRESS", help="Address to listen on; 0.0.0.0 in a container behind a Service."
+        ),
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port to listen on.", min=1, max=65535)] = 8080,
+    port: Annotated[
+        int, typer.Option(metavar="PORT", help="TCP port to listen on.", min=1, max=65535)
+    ] = 8080,
 ) -> None:
     """Receive GitHub webhook deliveries on POST /webhooks/github and queue runs in Redis.
 

@@ -95,7 +95,9 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     sandbox: SandboxChoice = None,
     out: Annotated[
         Path | None,
-        typer.Option(help="Folder for the results (default: ./frognano-runs/RUN_ID)."),
+        typer.Option(
+            metavar="DIR", help="Folder for the results (default: ./frognano-runs/RUN_ID)."
+        ),
     ] = None,
     python_env: PythonEnvOption = None,
     repo_venv: RepoVenvOption = False,
@@ -103,13 +105,14 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         str | None,
         typer.Option(
             "--model-url",
+            metavar="URL",
             help="The model server's OpenAI-compatible base URL (default: "
             "FROGNANO_MODEL_BASE_URL).",
         ),
     ] = None,
     model: Annotated[
         str | None,
-        typer.Option(help="The served model name (default: FROGNANO_MODEL_NAME)."),
+        typer.Option(metavar="NAME", help="The served model name (default: FROGNANO_MODEL_NAME)."),
     ] = None,
     replay: Annotated[
         Path | None,
@@ -131,7 +134,10 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     ] = None,
     test_command: Annotated[
         str | None,
-        typer.Option(help="Test command for verification (default: the policy's verify.command)."),
+        typer.Option(
+            metavar="COMMAND",
+            help="Test command for verification (default: the policy's verify.command).",
+        ),
     ] = None,
     max_steps: Annotated[
         int | None,
@@ -148,14 +154,16 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     repo: Annotated[
         str | None,
         typer.Option(
+            metavar="OWNER/NAME",
             help="OWNER/NAME the policy rules match (default: from the `origin` remote, else "
-            "local/FOLDER)."
+            "local/FOLDER).",
         ),
     ] = None,
     fail_to_pass: Annotated[
         list[str] | None,
         typer.Option(
             "--fail-to-pass",
+            metavar="NODE_ID",
             help="A pytest node id that must pass with the patch (repeatable; sets the policy's "
             "verify.fail_to_pass).",
         ),
@@ -164,6 +172,7 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         list[str] | None,
         typer.Option(
             "--pass-to-pass",
+            metavar="NODE_ID",
             help="A pytest node id that must keep passing (repeatable; verify.pass_to_pass).",
         ),
     ] = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -14,8 +14,9 @@ from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import say as _say
 from frognano.cli.solve import solve_command
+from frognano.cli.style import typer_app
 
-trajectory_app = typer.Typer(help="Read the trajectories that runs record.", no_args_is_help=True)
+trajectory_app = typer_app(help="Read the trajectories that runs record.", no_args_is_help=True)
 
 
 @trajectory_app.command("replay")
@@ -34,10 +35,14 @@ def trajectory_replay(  # noqa: PLR0917 - typer maps each parameter to an argume
     ],
     patch: Annotated[
         Path | None,
-        typer.Option(help="The patch to reproduce (default: patch.diff beside the trajectory)."),
+        typer.Option(
+            metavar="FILE",
+            help="The patch to reproduce (default: patch.diff beside the trajectory).",
+        ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Folder for the replay's results (default: a new run's).")
+        Path | None,
+        typer.Option(metavar="DIR", help="Folder for the replay's results (default: a new run's)."),
     ] = None,
 ) -> None:
     """Re-execute a recorded run's tool calls in a fresh sandbox, then verification and the
@@ -57,12 +62,14 @@ def trajectory_show(
     file: Annotated[
         Path, typer.Argument(help="A trajectory.jsonl file.", exists=True, dir_okay=False)
     ],
-    full: Annotated[bool, typer.Option(help="Print texts whole instead of cutting them.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Print texts whole instead of cutting them.")
+    ] = False,
     output_format: Annotated[
-        str,
+        Literal["text", "html"],
         typer.Option(
             "--format",
-            help="text, or html: one self-contained page (reasoning folded), texts whole.",
+            help="html: one self-contained page (reasoning folded), texts whole.",
         ),
     ] = "text",
     out: Annotated[
@@ -71,13 +78,12 @@ def trajectory_show(
             "--out", help="Write to this file instead of standard output.", dir_okay=False
         ),
     ] = None,
+    _no_full: Annotated[bool, typer.Option("--no-full", hidden=True)] = False,
 ) -> None:
     """Print a recorded run: the model, sampling and limits, each model turn (Edit calls as
     diffs), tool call and result, and, from report.json and patch.diff beside the file, the
     verdict and the patch. Exits 2 for a file with no readable event (empty, or not a
     trajectory) or an unknown --format."""
-    if output_format not in ("text", "html"):
-        _fail(f"unknown --format {output_format!r}; use text or html", 2)
     try:
         read = read_events(file)
     except OSError as exc:

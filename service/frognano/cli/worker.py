@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
@@ -11,16 +12,23 @@ from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.settings import Settings
 
+REDIS_CHECK_SECONDS = 5.0
+"""How long the start-up check waits for Redis to accept a connection."""
+
 
 def worker_command(
     ctx: typer.Context,
     max_jobs: Annotated[
         int,
-        typer.Option(help="Runs at once in this process (each holds a sandbox).", min=1),
+        typer.Option(
+            metavar="N", help="Runs at once in this process (each holds a sandbox).", min=1
+        ),
     ] = 2,
     metrics_port: Annotated[
         int | None,
-        typer.Option(help="Serve Prometheus metrics on this port (default: none).", min=1),
+        typer.Option(
+            metavar="PORT", help="Serve Prometheus metrics on this port (default: none).", min=1
+        ),
     ] = None,
 ) -> None:
     """Run queued jobs: a run for each labelled issue (authorise, sandbox, agent, verify,
@@ -52,9 +60,41 @@ def worker_command(
         async with worker:
             if settings.sandbox == "kubernetes":
                 await _require_isolated_sandboxes(settings)
+            await _require_redis(settings.redis_url)
             await worker.run()
 
-    _run(main())
+    from redis.exceptions import RedisError  # noqa: PLC0415
+
+    try:
+        _run(main())
+    except (RedisError, OSError) as exc:  # Redis went away after the start-up check
+        _fail(f"lost Redis at {_shown_url(settings.redis_url)}: {exc}", 1)
+
+
+def _shown_url(url: str) -> str:
+    """`url` without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+async def _require_redis(url: str) -> None:
+    """One line and exit 1, not arq's retries and a traceback, when Redis does not answer."""
+    from redis.asyncio import Redis  # noqa: PLC0415
+    from redis.exceptions import RedisError  # noqa: PLC0415
+
+    client = Redis.from_url(url, socket_connect_timeout=REDIS_CHECK_SECONDS)
+    try:
+        await client.ping()
+    except (RedisError, OSError) as exc:
+        _fail(
+            f"cannot reach Redis at {_shown_url(url)} ({exc}); start it or fix FROGNANO_REDIS_URL",
+            1,
+        )
+    finally:
+        await client.aclose()
 
 
 async def _require_isolated_sandboxes(settings: Settings) -> None:

@@ -23,7 +23,7 @@ TOOL_CALLS = "tool calls parsed"
 REASONING = "reasoning separated"
 CACHE = "prompt-cache report"
 
-_SERVER_FIX = "start the model server (`frognano model serve`), or point --base-url or "
+_SERVER_FIX = "start the model server (`frognano model serve`), or point --model-url or "
 _SERVER_FIX += "FROGNANO_MODEL_BASE_URL at it"
 _KEY_FIX = "set FROGNANO_MODEL_API_KEY to the key the server was started with (--api-key)"
 _LOG_FIX = "see the model server's log"
@@ -143,7 +143,7 @@ def endpoint_item(base_url: str, models: Exchange) -> Item:
         detail = f"{url} refused the API key (HTTP {models.status}: {_message(models)})"
         return Item(ENDPOINT, Status.FAIL, detail, _KEY_FIX)
     if models.status == 404:
-        fix = "set --base-url or FROGNANO_MODEL_BASE_URL to the server's OpenAI-compatible root"
+        fix = "set --model-url or FROGNANO_MODEL_BASE_URL to the server's OpenAI-compatible root"
         fix += ", which ends in /v1 (e.g. http://localhost:30000/v1)"
         if not base_url.endswith("/v1"):
             fix += f"; did you mean {base_url}/v1?"
@@ -153,7 +153,7 @@ def endpoint_item(base_url: str, models: Exchange) -> Item:
         return Item(ENDPOINT, Status.FAIL, detail, _LOG_FIX)
     if served_models(models.body) is None:
         detail = f"{url} answered, but not with a model list: {models.text!r}"
-        fix = "point --base-url or FROGNANO_MODEL_BASE_URL at an OpenAI-compatible server "
+        fix = "point --model-url or FROGNANO_MODEL_BASE_URL at an OpenAI-compatible server "
         fix += "(SGLang's /v1)"
         return Item(ENDPOINT, Status.FAIL, detail, fix)
     return Item(ENDPOINT, Status.OK, f"{url} answered in {models.seconds:.2f} s")
