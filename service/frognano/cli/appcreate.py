@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from frognano.cli.common import console, fail, root_settings, say
+from frognano.cli.style import typer_app
 from frognano.errors import ConfigError
 from frognano.github.manifest import (
     CreatedApp,
@@ -29,7 +30,7 @@ from frognano.github.manifest import (
     web_url_for,
 )
 
-app_app = typer.Typer(help="Create the GitHub App.", no_args_is_help=True)
+app_app = typer_app(help="Create the GitHub App.", no_args_is_help=True)
 
 APP_ID_FILE = "app-id"
 KEY_FILE = "private-key.pem"
