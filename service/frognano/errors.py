@@ -8,6 +8,8 @@
 #   │                          whole; defined in frognano.github.archive; its reason is the
 #   │                          repository's, for its maintainers
 #   ├── SetupError             a policy setup command failed; nothing after it would mean anything
+#   │   └── EnvironmentBuildError  the environment phase refused the repository's dependency
+#   │                          files or an install command failed; the message names which
 #   ├── SandboxError           the sandbox itself failed, not a command inside it
 #   │   ├── SandboxUnavailable no isolation mechanism works on this host, or the cluster
 #   │   │   │                  will not run a sandbox pod (namespace, RBAC, credentials)
@@ -46,6 +48,10 @@ class UnsafePathError(FrogNanoError, ValueError):
 
 class SetupError(FrogNanoError):
     """A `sandbox.setup` command of the policy failed; the message has its output."""
+
+
+class EnvironmentBuildError(SetupError):
+    """The environment phase could not build the repository's environment."""
 
 
 class SandboxError(FrogNanoError):

@@ -23,7 +23,7 @@ ENV_PREFIX = "FROGNANO_"
 # Secrets may also come from a file named by `FROGNANO_<NAME>_FILE` (Kubernetes and Docker
 # secrets are mounted as files; keeping them out of the environment keeps them out of
 # `/proc/<pid>/environ` and crash dumps).
-SECRET_FIELDS = ("webhook_secret", "github_private_key", "model_api_key")
+SECRET_FIELDS = ("webhook_secret", "github_private_key", "model_api_key", "index_token")
 # `FROGNANO_GITHUB_PRIVATE_KEY_PATH` is the contract's name for the key file; `_FILE` works too.
 FILE_ALIASES = {"github_private_key": ("GITHUB_PRIVATE_KEY_PATH",)}
 
@@ -187,6 +187,22 @@ class Settings(BaseSettings):
     """Folder where `frognano solve` keeps baseline test runs to reuse on the same base,
     setup, test command and environment; `off` runs the baseline every time. (The worker
     keeps them in Redis.)"""
+
+    environment_cache: str = "~/.cache/frognano/environments"
+    """Folder where built Python environments are kept, one per environment key, shared by
+    every run on this host (the environment phase, policy `environment`)."""
+
+    environment_cache_max_bytes: int = Field(default=20 * 1024**3, ge=1024**2)
+    """Most bytes the environment folder may hold; the least recently used environments are
+    deleted past it (never one a run is using)."""
+
+    index_token: SecretStr | None = None
+    """A token for the policy's `environment.index_url`, sent as HTTP basic auth with the user
+    `__token__`; only the sandbox that builds an environment sees it."""
+
+    def environment_cache_dir(self) -> Path:
+        """The environment folder, with `~` expanded."""
+        return Path(os.path.expanduser(self.environment_cache.strip()))
 
     def baseline_cache_dir(self) -> Path | None:
         """The baseline cache folder, or None when it is off."""

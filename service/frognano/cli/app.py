@@ -10,6 +10,7 @@ from frognano import __version__
 from frognano.cli.appcreate import app_app
 from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
+from frognano.cli.env import env_app
 from frognano.cli.model import model_app
 from frognano.cli.policy import policy_app
 from frognano.cli.sandbox import sandbox_app
@@ -30,6 +31,7 @@ app = typer_app(
     pretty_exceptions_enable=False,
 )
 app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(env_app, name="env")
 app.command("solve")(solve_command)
 app.command("serve")(serve_command)
 app.command("worker")(worker_command)

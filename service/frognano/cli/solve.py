@@ -15,9 +15,14 @@ from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.cli.common import say as _say
 from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
+from frognano.cli.policyfor import (
+    IndexUrlOption,
+    PolicyDirOption,
+    RepoOption,
+    policy_for,
+    with_index_url,
+)
 from frognano.errors import ConfigError
-from frognano.policy.loader import load_policies
-from frognano.policy.models import EffectivePolicy
 from frognano.run.workspace import repo_name
 from frognano.sandbox.registry import check_backend
 from frognano.settings import Settings
@@ -40,20 +45,6 @@ def _with_model(settings: Settings, url: str | None, name: str | None) -> Settin
         return type(settings).model_validate({**settings.model_dump(), **overrides})
     except ValidationError as exc:
         _fail(f"invalid --model-url or --model: {exc.errors()[0]['msg']}", 2)
-
-
-def _policy_for(repo: str, given: Path | None, configured: Path) -> tuple[EffectivePolicy, str]:
-    """The effective policy for `repo` and where it came from. Without `--policy-dir`, a
-    missing FROGNANO_POLICY_DIR means the built-in defaults (a laptop has no policy folder)."""
-    directory = given or configured
-    if given is None and not directory.exists():
-        return EffectivePolicy(), f"built-in defaults ({directory} does not exist)"
-    policies = load_policies(directory)
-    try:
-        effective = policies.for_repo(repo)
-    except ValueError as exc:
-        raise ConfigError(f"--repo {repo!r}: {exc}") from exc
-    return effective, f"{directory} ({len(policies.files)} file(s))"
 
 
 def _read_issue(path: Path, title: str | None) -> tuple[str, str]:
@@ -143,22 +134,9 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         int | None,
         typer.Option(help="Model turns before the run stops (default: the policy's).", min=1),
     ] = None,
-    policy_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="Policy folder (default: FROGNANO_POLICY_DIR; the built-in defaults when that "
-            "folder does not exist).",
-            file_okay=False,
-        ),
-    ] = None,
-    repo: Annotated[
-        str | None,
-        typer.Option(
-            metavar="OWNER/NAME",
-            help="OWNER/NAME the policy rules match (default: from the `origin` remote, else "
-            "local/FOLDER).",
-        ),
-    ] = None,
+    policy_dir: PolicyDirOption = None,
+    repo: RepoOption = None,
+    index_url: IndexUrlOption = None,
     fail_to_pass: Annotated[
         list[str] | None,
         typer.Option(
@@ -200,7 +178,8 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     name = repo or repo_name(repo_dir)
     try:
         check_backend(sandbox or settings.sandbox)  # before anything is contacted or started
-        policy, source = _policy_for(name, policy_dir, settings.policy_dir)
+        policy, source = policy_for(name, policy_dir, settings.policy_dir)
+        policy, source = with_index_url(policy, source, index_url)
         if test_command is not None:
             policy = policy.model_copy(
                 update={"verify": policy.verify.model_copy(update={"command": test_command})}

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model,
 
 from frognano.policy.models import (
     AgentPolicy,
+    EnvironmentPolicy,
     GatePolicy,
     PublishPolicy,
     SandboxPolicy,
@@ -41,6 +42,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "trigger": TriggerPolicy,
     "agent": AgentPolicy,
     "sandbox": SandboxPolicy,
+    "environment": EnvironmentPolicy,
     "verify": VerifyPolicy,
     "gate": GatePolicy,
     "publish": PublishPolicy,

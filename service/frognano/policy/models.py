@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -172,6 +173,42 @@ class SandboxPolicy(_Section):
     ignores it) is committed with the base, so it never shows in a patch."""
 
 
+def _index_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL with a host")
+    if parts.username or parts.password:
+        raise ValueError(
+            "put no credentials in the URL: a policy is readable by every worker and shown by "
+            "`policy explain`; set FROGNANO_INDEX_TOKEN (or _FILE) instead"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError(f"{url!r}: an index URL has no query or fragment")
+    return url
+
+
+IndexUrl = Annotated[str, AfterValidator(_index_url)]
+
+
+class EnvironmentPolicy(_Section):
+    """The environment phase: the repository's Python dependencies, installed before the agent
+    runs through the one package index admins approve, built once per dependency set."""
+
+    index_url: IndexUrl | None = None
+    """The approved index (PEP 503 simple API, e.g. an in-cluster devpi-server or proxpi, or a
+    company Artifactory/Nexus); None: no environment phase, the sandbox's own Python is used."""
+    extra_urls: Annotated[list[IndexUrl], AfterValidator(_distinct)] = Field(
+        default_factory=list, max_length=10
+    )
+    """Other hosts the install may reach, as URLs (only their host and port count): where the
+    index serves its files from, when that is another host."""
+    install: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, max_length=20)
+    """Install commands, run in /workspace with the environment's `python` first on PATH;
+    None: detected from the repository's requirements files, pyproject.toml or setup.py."""
+    timeout_seconds: float = Field(default=1800, gt=0, le=21600)
+    """Bound on each install command."""
+
+
 class VerifyPolicy(_Section):
     """Which tests count, and what they must show."""
 
@@ -249,6 +286,7 @@ class EffectivePolicy(_Section):
     trigger: TriggerPolicy = Field(default_factory=TriggerPolicy)
     agent: AgentPolicy = Field(default_factory=AgentPolicy)
     sandbox: SandboxPolicy = Field(default_factory=SandboxPolicy)
+    environment: EnvironmentPolicy = Field(default_factory=EnvironmentPolicy)
     verify: VerifyPolicy = Field(default_factory=VerifyPolicy)
     gate: GatePolicy = Field(default_factory=GatePolicy)
     publish: PublishPolicy = Field(default_factory=PublishPolicy)

@@ -13,6 +13,7 @@ from frognano.agent.untrusted import Hidden
 from frognano.policy.gate.findings import Finding
 from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
+from frognano.run.environment.record import EnvironmentUse
 from frognano.run.followup import FollowUp
 from frognano.run.instructions import Instructions
 from frognano.run.leftout import LeftOutLink
@@ -73,6 +74,8 @@ class RunState:
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     stages: dict[RunStage, float] = field(default_factory=dict)
     mechanism: str | None = None
+    environment: EnvironmentUse | None = None
+    """The environment the run's sandboxes used (policy environment.index_url), if any."""
     host_paths: HostPaths = field(default_factory=HostPaths)
     model: dict[str, Any] = field(default_factory=dict)
     """What the trajectory's `run_info` records of the model (`ModelSession.describe`)."""

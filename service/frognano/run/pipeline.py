@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from frognano.policy.gate.diff import parse_diff
 from frognano.policy.models import AgentPolicy, quantity_bytes
 from frognano.run.apply import AppliedFile, apply_diff
 from frognano.run.collector import COLLECTOR_MODULE, collector_source
+from frognano.run.environment.stage import EnvironmentRequest, use_environment
 from frognano.run.followup import FollowUpResult
 from frognano.run.gatecheck import check_patch
 from frognano.run.instructions import read_instructions
@@ -35,7 +37,14 @@ from frognano.run.sandbox_policy import sandbox_spec
 from frognano.run.trees import HostTree
 from frognano.run.variants import Variant, variant_for
 from frognano.run.verification import verify
-from frognano.run.workspace import Patch, collect_patch, env_in_tree, prepare, upload_excludes
+from frognano.run.workspace import (
+    Patch,
+    collect_patch,
+    env_in_tree,
+    env_prefix_in_tree,
+    prepare,
+    upload_excludes,
+)
 from frognano.sandbox import SandboxLimits, SandboxOptions
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.hostpaths import host_paths_of
@@ -125,7 +134,7 @@ async def solve(
             run,
             variant,
             model,
-            sandboxes,
+            ports,
             options=options,
             excludes=excludes,
             stage=stage,
@@ -150,6 +159,52 @@ async def _work(
     run: RunState,
     variant: Variant,
     model: ChatModel,
+    ports: RunPorts,
+    *,
+    options: SandboxOptions,
+    excludes: list[str],
+    stage: Callable[[str], None],
+    on_progress: Callable[[Progress], None] | None,
+) -> None:
+    """The stages that need sandboxes: the environment's (when the policy names an index),
+    the agent's, then fresh ones for verification. The environment stays held (never
+    evicted) until verification is over."""
+    async with contextlib.AsyncExitStack() as held:
+        if run.job.policy.environment.index_url is not None:
+            stage("preparing the environment through the approved package index")
+        with _timed(run, "environment"):
+            options, run.environment = await use_environment(
+                _environment_request(run.job, excludes, options),
+                ports.environments,
+                options,
+                lambda wanted: ports.sandboxes.create(run.job.backend, wanted),
+                held,
+            )
+        await _agent_and_verify(
+            run,
+            variant,
+            model,
+            ports.sandboxes,
+            options=options,
+            excludes=excludes,
+            stage=stage,
+            on_progress=on_progress,
+        )
+
+
+def _environment_request(
+    job: SolveJob, excludes: list[str], options: SandboxOptions
+) -> EnvironmentRequest:
+    repo_dir = job.repo_dir.resolve()
+    image = "local" if job.backend == "local" else job.policy.sandbox.image
+    exclude = excludes + env_prefix_in_tree(options, repo_dir)
+    return EnvironmentRequest(repo_dir, exclude, job.policy.environment, image, job.backend)
+
+
+async def _agent_and_verify(
+    run: RunState,
+    variant: Variant,
+    model: ChatModel,
     sandboxes: SandboxFactory,
     *,
     options: SandboxOptions,
@@ -157,7 +212,6 @@ async def _work(
     stage: Callable[[str], None],
     on_progress: Callable[[Progress], None] | None,
 ) -> None:
-    """The stages that need sandboxes: the agent's, then a fresh one for verification."""
     job = run.job
     repo_dir = job.repo_dir.resolve()
     stage("starting the sandbox")
@@ -225,6 +279,8 @@ async def _check_and_verify(  # noqa: PLR0917 - the run, its kind, then its part
         return await sandboxes.create(job.backend, options.for_purpose(purpose))
 
     identity = job.backend + (f" {job.policy.sandbox.image}" if job.backend != "local" else "")
+    if run.environment is not None:
+        identity += f" environment {run.environment.key}"  # another environment, another baseline
     with _timed(run, "verify"):
         run.verification = await verify(
             plan, base, job.policy, sandbox_for, identity=identity, cache=job.baseline_cache

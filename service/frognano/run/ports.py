@@ -12,6 +12,7 @@ from frognano.agent.model import ModelClient
 from frognano.agent.request import SamplingConfig
 from frognano.agent.tools.schema import TOOL_DEFINITIONS, TOOLS_JSON
 from frognano.agent.turns import AssistantTurn, Conversation
+from frognano.run.environment.stage import EnvironmentPort
 from frognano.sandbox import SandboxLimits, SandboxOptions, SandboxSpec, create_sandbox
 from frognano.sandbox.base import Sandbox
 from frognano.settings import Settings
@@ -63,11 +64,18 @@ class RunPorts:
 
     model: ModelFactory
     sandboxes: SandboxFactory
+    environments: EnvironmentPort | None = None
+    """Where built environments are kept (policy environment.index_url); None: a run whose
+    policy names an index stops with a configuration error."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RunPorts:
-        """The model server and the sandboxes the settings name."""
-        return cls(_ServerModels(settings), _SettingsSandboxes(settings))
+        """The model server, the sandboxes and the environment cache the settings name."""
+        return cls(
+            _ServerModels(settings),
+            _SettingsSandboxes(settings),
+            EnvironmentPort.from_settings(settings),
+        )
 
 
 @dataclass(frozen=True)

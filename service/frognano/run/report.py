@@ -14,6 +14,7 @@ __all__ = [
     "ComparisonList",
     "ComparisonRecord",
     "DurationsRecord",
+    "EnvironmentRecord",
     "FindingRecord",
     "GateRecord",
     "HostPathRecord",
@@ -38,9 +39,9 @@ __all__ = [
 # order declared here; values that a run may not reach are None, never missing keys (the
 # stage durations excepted: a stage that did not run has none).
 
-RunStage = Literal["prepare", "agent", "diff", "verify"]
+RunStage = Literal["environment", "prepare", "agent", "diff", "verify"]
 """The timed stages of a run, in the order a run goes through them."""
-RUN_STAGES: tuple[RunStage, ...] = ("prepare", "agent", "diff", "verify")
+RUN_STAGES: tuple[RunStage, ...] = ("environment", "prepare", "agent", "diff", "verify")
 
 
 class OutcomeRecord(TypedDict):
@@ -59,6 +60,7 @@ class TokensRecord(TypedDict):
 class StageDurations(TypedDict, total=False):
     """Seconds per stage; only the stages the run reached."""
 
+    environment: float
     prepare: float
     agent: float
     diff: float
@@ -80,12 +82,30 @@ class HostPathRecord(TypedDict):
     placeholder: str
 
 
+class EnvironmentRecord(TypedDict):
+    """The environment phase: which environment the run's sandboxes used and how it came."""
+
+    key: str
+    cache_hit: bool
+    seconds: float
+    """What the phase cost this run (the lookup, plus the build on a miss)."""
+    build_seconds: float
+    size_bytes: int
+    index_url: str
+    commands: list[str]
+    detected: bool
+    """True: detected from the repository's files; False: the policy's environment.install."""
+    notes: list[str]
+
+
 class SandboxRecord(TypedDict):
     backend: str
     mechanism: str | None
     host_paths: list[HostPathRecord]
     """The text of the report (test output, the agent's words, errors) names these folders by
     their placeholders; the trajectory keeps what the agent saw."""
+    environment: NotRequired[EnvironmentRecord]
+    """Only when the policy names a package index (environment.index_url)."""
 
 
 class PatchRecord(TypedDict):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from frognano import __version__
 from frognano.policy.gate.findings import Finding
+from frognano.run.environment.record import environment_md
 from frognano.run.evidence import Comparison
 from frognano.run.inputs import hidden_md, hidden_records, left_out_md
 from frognano.run.instructions import instructions_line
@@ -86,6 +87,7 @@ def build_report(
             "backend": job.backend,
             "mechanism": run.mechanism,
             "host_paths": [{"path": p, "placeholder": n} for p, n in run.host_paths.pairs],
+            **({"environment": run.environment.record()} if run.environment else {}),
         },
         "base_commit": run.base_commit,
         "left_out_links": [link.record() for link in job.left_out_links],
@@ -234,6 +236,7 @@ def render_markdown(report: RunReport) -> str:
         f"- Sandbox: {sandbox['backend']}"
         + (f" ({sandbox['mechanism']})" if sandbox["mechanism"] else "")
         + "".join(f"; `{h['placeholder']}` is {h['path']}" for h in sandbox["host_paths"]),
+        *environment_md(sandbox),
         "",
         "## The agent's summary",
         "",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from frognano.errors import ConfigError, SandboxError, SetupError
 from frognano.sandbox.base import Sandbox
+from frognano.sandbox.options import SandboxOptions
 from frognano.sandbox.paths import WORKSPACE
 
 # Caches and build products that never belong in a patch, whatever the repo's .gitignore says.
@@ -94,6 +95,15 @@ def env_in_tree(box: Sandbox, repo_dir: Path) -> list[str]:
     env = box.python_env
     if env is not None and env.prefix.is_relative_to(repo_dir):
         return [str(env.prefix.relative_to(repo_dir))]
+    return []
+
+
+def env_prefix_in_tree(options: SandboxOptions, repo_dir: Path) -> list[str]:
+    """env_in_tree before any sandbox exists: the options' Python environment, if it lives in
+    the checkout."""
+    prefix = options.python_env
+    if prefix is not None and prefix.resolve().is_relative_to(repo_dir):
+        return [str(prefix.resolve().relative_to(repo_dir))]
     return []
 
 

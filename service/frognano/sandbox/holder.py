@@ -23,8 +23,8 @@ HELD = Path("/run/frognano")
 # sandbox's uid can reach it. The host's mounts stay as they are: nothing here leaks out.
 _HOLDER_SCRIPT = r"""
 set -euo pipefail
-HOST_BASE=$1 OWNER=$2 SIZE=$3
-shift 3
+HOST_BASE=$1 OWNER=$2 SIZE=$3 ENV_SRC=$4 ENV_MODE=$5 EGRESS_SRC=$6
+shift 6
 mount -t tmpfs -o size=1m,mode=0755,nosuid,nodev,noexec frognano-run /run
 mkdir -p @HELD@
 mount --bind "$HOST_BASE" @HELD@
@@ -55,6 +55,18 @@ for path in "$@"; do
   case $path in /tmp/*) mkdir -p "$S$path" ;; esac
   i=$((i + 1))
 done
+# A built environment (writable only while it is being built) and the environment phase's
+# socket folder: bound here so the sandbox's uid reaches them whatever their host parents.
+if [ "$ENV_SRC" != - ]; then
+  mkdir -p "$BASE/environment"
+  mount --bind "$ENV_SRC" "$BASE/environment"
+  [ "$ENV_MODE" = rw ] || mount -o remount,bind,ro,nosuid,nodev "$BASE/environment"
+fi
+if [ "$EGRESS_SRC" != - ]; then
+  mkdir -p "$BASE/egress"
+  mount --bind "$EGRESS_SRC" "$BASE/egress"
+  mount -o remount,bind,ro,nosuid,nodev "$BASE/egress"
+fi
 echo "ready $kind"
 exec sleep infinity
 """.replace("@HELD@", str(HELD))
@@ -82,6 +94,8 @@ class UnshareLauncher:
             group=HELD / layout.group.name,
             tools=HELD / layout.tools.name,
             readonly=tuple((HELD / "env" / str(i), path) for i, path in enumerate(layout.readonly)),
+            environment=None if layout.environment is None else HELD / "environment",
+            egress=None if layout.egress is None else HELD / "egress",
         )
         self._bwrap = bwrap_args(layout, sources, host_uid, shm_bytes)
 
@@ -94,7 +108,9 @@ class UnshareLauncher:
         argv = [
             *"setpriv --pdeathsig KILL -- unshare --mount --propagation private --".split(),
             "/bin/bash", "--noprofile", "--norc", "-c", _HOLDER_SCRIPT, "frognano-holder",
-            str(layout.base), str(self._uid), str(self._disk_bytes), *map(str, layout.readonly),
+            str(layout.base), str(self._uid), str(self._disk_bytes),
+            str(layout.environment or "-"), "rw" if layout.environment_writable else "ro",
+            str(layout.egress or "-"), *map(str, layout.readonly),
         ]  # fmt: skip
         self._holder = await asyncio.create_subprocess_exec(
             *argv,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frognano.errors import SandboxUnavailable
-from frognano.sandbox.paths import HOME, TMP, TOOLS, WORKSPACE
+from frognano.sandbox.paths import EGRESS, ENVIRONMENT, HOME, TMP, TOOLS, WORKSPACE
 
 # The uid commands see inside a bwrap sandbox (bwrap maps it onto the invoking host user).
 INNER_UID = 10001
@@ -65,6 +65,11 @@ class Layout:
     """Host directory bound read-only at TOOLS: FrogNano's own files, never the repository's."""
     env: dict[str, str]
     """The complete environment of commands inside."""
+    environment: Path | None = None
+    """A built Python environment bound at ENVIRONMENT (read-only unless being built)."""
+    environment_writable: bool = False
+    egress: Path | None = None
+    """Host folder bound at EGRESS: the environment phase's socket to FrogNano's proxy."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,8 @@ class Sources:
     tools: Path
     readonly: tuple[tuple[Path, Path], ...]
     """(source, destination) pairs bound read-only."""
+    environment: Path | None = None
+    egress: Path | None = None
 
     @classmethod
     def on_host(cls, layout: Layout) -> Sources:
@@ -90,6 +97,8 @@ class Sources:
             group=layout.group,
             tools=layout.tools,
             readonly=tuple((path, path) for path in layout.readonly),
+            environment=layout.environment,
+            egress=layout.egress,
         )
 
 
@@ -222,6 +231,11 @@ def bwrap_args(layout: Layout, sources: Sources, inner_uid: int, shm_bytes: int)
     # must sit on top of the sandbox's private /tmp, not be hidden by it.
     for source, dest in sources.readonly:
         args += ["--ro-bind", str(source), str(dest)]
+    if sources.environment is not None:
+        bind = "--bind" if layout.environment_writable else "--ro-bind"
+        args += [bind, str(sources.environment), ENVIRONMENT]
+    if sources.egress is not None:
+        args += ["--ro-bind", str(sources.egress), EGRESS]
     args += ["--ro-bind", str(sources.tools), TOOLS]
     args += ["--proc", "/proc", "--dev", "/dev"]
     # Keys the launching user owns are listed in /proc/keys by uid, whatever the keyring.
@@ -242,7 +256,7 @@ class BwrapLauncher:
         prefix: list[str] = []
         if drop_to_uid is not None:
             prefix = _drop_privileges(drop_to_uid)
-            for path in layout.readonly:
+            for path in (*layout.readonly, *filter(None, (layout.environment, layout.egress))):
                 if not _reachable_by_others(path):
                     raise SandboxUnavailable(
                         f"bwrap started by root runs as an unprivileged uid, which cannot reach "

@@ -15,7 +15,7 @@ from typing import Any
 
 from frognano.log import get_logger
 from frognano.sandbox.isolation import Layout
-from frognano.sandbox.paths import HOME
+from frognano.sandbox.paths import ENVIRONMENT, HOME
 from frognano.sandbox.pyenv import PythonEnv
 
 log = get_logger(__name__)
@@ -94,6 +94,10 @@ def make_layout(
     owner: int | None,
     tool_files: Sequence[tuple[str, bytes]] = (),
     seccomp_program: bytes = b"",
+    *,
+    environment: Path | None = None,
+    environment_writable: bool = False,
+    egress: Path | None = None,
 ) -> Layout:
     base = Path(tempfile.mkdtemp(prefix=BASE_PREFIX))
     try:
@@ -119,10 +123,14 @@ def make_layout(
             # Root launches commands as `owner`; it must own what the sandbox writes to.
             for path in (base, dirs["workspace"], dirs["tmp"], dirs["home"]):
                 os.chown(path, owner, owner)
+            if environment is not None and environment_writable:
+                os.chown(environment, owner, owner)
     except BaseException:
         remove_tree(base)
         raise
     search = [str(python_env.bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]
+    if environment is not None:
+        search.insert(0, f"{ENVIRONMENT}/bin")
     env = {
         "PATH": ":".join(dict.fromkeys(search)),
         "HOME": HOME,
@@ -135,7 +143,9 @@ def make_layout(
         "GIT_PAGER": "cat",
         "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's private /tmp
     }
-    if python_env.is_venv:
+    if environment is not None:
+        env["VIRTUAL_ENV"] = ENVIRONMENT
+    elif python_env.is_venv:
         env["VIRTUAL_ENV"] = str(python_env.prefix)
     return Layout(
         base=base,
@@ -149,4 +159,7 @@ def make_layout(
         readonly=python_env.mounts,
         tools=dirs["tools"],
         env=env,
+        environment=environment,
+        environment_writable=environment_writable,
+        egress=egress,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import resource
 import secrets
@@ -113,7 +114,17 @@ class LocalSandbox(SandboxBase):
         inner_uid = host_uid if mechanism == "unshare" and host_uid is not None else INNER_UID
         program = await asyncio.to_thread(filter_program)
         layout = await asyncio.to_thread(
-            make_layout, python_env, inner_uid, host_uid, options.tool_files, program
+            functools.partial(
+                make_layout,
+                python_env,
+                inner_uid,
+                host_uid,
+                options.tool_files,
+                program,
+                environment=options.environment,
+                environment_writable=options.environment_writable,
+                egress=options.egress,
+            )
         )
         limits = options.limits
         launcher: BwrapLauncher | UnshareLauncher

@@ -90,6 +90,13 @@ class SandboxOptions:
     None: RuntimeDefault (FROGNANO_K8S_SECCOMP_PROFILE)."""
     k8s_start_timeout: float = 600.0
     """Seconds a pod may take to run its first command (FROGNANO_K8S_POD_START_TIMEOUT_SECONDS)."""
+    environment: Path | None = None
+    """A built Python environment (host folder) bound at ENVIRONMENT and first on PATH, in
+    place of `python_env`'s own packages; the interpreter it was made from stays mounted."""
+    environment_writable: bool = False
+    """Only for the sandbox that builds the environment: bind it writable."""
+    egress: Path | None = None
+    """A host folder bound at EGRESS (the environment phase's proxy socket); None: no way out."""
     tool_files: tuple[tuple[str, bytes], ...] = ()
     """(file name, bytes) of FrogNano's own files to offer read-only under TOOLS; the local
     backend binds them from the host, a Kubernetes pod's image must carry them itself."""

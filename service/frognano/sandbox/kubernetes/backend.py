@@ -130,6 +130,13 @@ class KubernetesSandbox(SandboxBase):
     @classmethod
     async def create(cls, options: SandboxOptions) -> KubernetesSandbox:
         """Create the pod and wait until it runs a first command; raise SandboxError if not."""
+        if options.environment is not None or options.egress is not None:
+            # Built environments live in a host folder of the local backend (run/environment).
+            raise SandboxUnavailable(
+                "the environment phase (policy `environment.index_url`) runs only on the local "
+                "sandbox for now; bake the dependencies into the policy's sandbox.image, or "
+                "leave environment.index_url unset for repositories served on Kubernetes"
+            )
         wanted = pod_options(options)
         api = await connect(options.kubeconfig)
         manifest = sandbox_pod(wanted)

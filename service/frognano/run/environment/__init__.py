@@ -1,0 +1,1 @@
+"""The environment phase: a repository's dependencies, installed through the approved index."""

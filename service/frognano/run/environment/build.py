@@ -1,0 +1,190 @@
+"""Building one environment: a sandbox whose only way out is FrogNano's proxy to the index."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import os
+import re
+import tempfile
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from frognano.errors import EnvironmentBuildError
+from frognano.sandbox.base import Sandbox
+from frognano.sandbox.egress import EgressProxy, destinations_for, relay_source
+from frognano.sandbox.options import SandboxOptions
+from frognano.sandbox.paths import EGRESS, ENVIRONMENT, TOOLS, WORKSPACE
+
+RELAY_FILE = "egress_relay.py"
+SOCKET_NAME = "proxy.sock"
+# The relay's port inside the build sandbox: every command has a network namespace of its own,
+# so this port is always free there.
+RELAY_PORT = 3128
+OUTPUT_BYTES = 256 * 1024
+TAIL_LINES = 40
+
+# Runs before each install command. The index URL (with the token, if any) arrives on stdin,
+# never on a command line the host's `ps` shows. pip and uv read no configuration file (the
+# host's /etc is visible in the sandbox) and reach the network only through the relay.
+_PROLOGUE = rf"""
+set -u
+IFS= read -r FROGNANO_INDEX || true
+exec 3< <(exec python3 {TOOLS}/{RELAY_FILE} {RELAY_PORT} {EGRESS}/{SOCKET_NAME} 2>&1)
+IFS= read -r frognano_ready <&3 || frognano_ready=""
+case $frognano_ready in
+  "ready "*) ;;
+  *) echo "frognano: the way to the package index did not open: $frognano_ready" >&2; exit 125 ;;
+esac
+proxy=http://127.0.0.1:{RELAY_PORT}
+export HTTP_PROXY=$proxy HTTPS_PROXY=$proxy http_proxy=$proxy https_proxy=$proxy
+export NO_PROXY= no_proxy= ALL_PROXY= all_proxy=
+export PIP_INDEX_URL=$FROGNANO_INDEX UV_INDEX_URL=$FROGNANO_INDEX UV_DEFAULT_INDEX=$FROGNANO_INDEX
+export PIP_CONFIG_FILE=/dev/null UV_NO_CONFIG=1 PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+export PIP_PROGRESS_BAR=off PIP_ROOT_USER_ACTION=ignore
+unset FROGNANO_INDEX proxy frognano_ready
+cd {WORKSPACE}
+"""
+
+_PACKAGE = re.compile(
+    r"(?:No matching distribution found for|Could not find a version that satisfies the "
+    r"requirement|Failed to build|Failed building wheel for|Because) (\S+)"
+)
+
+
+@dataclass(frozen=True)
+class InstallStep:
+    """One install command as it ran."""
+
+    command: str
+    seconds: float
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """What a build needs: the repository, the commands and the way out."""
+
+    repo_dir: Path
+    exclude: Sequence[str]
+    commands: Sequence[str]
+    index_url: str
+    extra_urls: Sequence[str]
+    token: str | None
+    timeout: float
+
+
+def index_with_token(url: str, token: str | None) -> str:
+    """The index URL pip is given: with `__token__:TOKEN@` when there is a token."""
+    if not token:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    secret = urllib.parse.quote(token, safe="")
+    return parts._replace(netloc=f"__token__:{secret}@{parts.netloc}").geturl()
+
+
+async def build_into(
+    staging: Path,
+    request: BuildRequest,
+    options: SandboxOptions,
+    create: Callable[[SandboxOptions], Awaitable[Sandbox]],
+) -> list[InstallStep]:
+    """Create a virtual environment in `staging` (bound at ENVIRONMENT) and run the install
+    commands there; EnvironmentBuildError with the log's tail on the first failure."""
+    egress = Path(tempfile.mkdtemp(prefix="frognano-egress-"))
+    try:
+        # A root-launched sandbox runs as another uid, which must reach the socket.
+        os.chmod(egress, 0o755)  # noqa: S103 - the folder holds nothing but that socket
+        allowed = destinations_for([request.index_url, *request.extra_urls])
+        async with EgressProxy(egress / SOCKET_NAME, allowed) as proxy:
+            build_options = dataclasses.replace(
+                options.for_purpose("environment"),
+                environment=staging,
+                environment_writable=True,
+                egress=egress,
+                tool_files=(*options.tool_files, (RELAY_FILE, relay_source())),
+            )
+            async with await create(build_options) as box:
+                await box.upload_tree(request.repo_dir, exclude=request.exclude)
+                steps = [await _create_venv(box)]
+                secret = index_with_token(request.index_url, request.token).encode() + b"\n"
+                for command in request.commands:
+                    steps.append(await _install(box, command, secret, request.timeout, proxy))
+    finally:
+        _remove_egress(egress)
+    if request.token:
+        leaked = _find_secret(staging, request.token)
+        if leaked is not None:
+            raise EnvironmentBuildError(
+                f"the index token was written into the environment ({leaked}); it is not used, "
+                "because the agent's and verification sandboxes would see it. Something the "
+                "install ran copied it: check the repository's build code"
+            )
+    return steps
+
+
+async def _create_venv(box: Sandbox) -> InstallStep:
+    command = f"python3 -m venv {ENVIRONMENT}"
+    # The base interpreter's own command: it runs before the environment exists.
+    result = await box.exec(command, cwd=WORKSPACE, timeout=600, output_limit=OUTPUT_BYTES)
+    if not result.ok:
+        raise EnvironmentBuildError(
+            f"could not create the virtual environment (`{command}` exited "
+            f"{result.exit_code}):\n{_tail(result.output)}"
+        )
+    return InstallStep(command, result.duration, result.exit_code)
+
+
+async def _install(
+    box: Sandbox, command: str, secret: bytes, timeout: float, proxy: EgressProxy
+) -> InstallStep:
+    result = await box.exec(
+        _PROLOGUE + command + "\n",
+        cwd=WORKSPACE,
+        timeout=timeout,
+        stdin=secret,
+        output_limit=OUTPUT_BYTES,
+    )
+    if result.ok:
+        return InstallStep(command, result.duration, result.exit_code)
+    status = f"timed out after {timeout:g} s" if result.timed_out else f"exited {result.exit_code}"
+    found = _PACKAGE.findall(result.output)
+    package = f" (it names {found[-1].strip('.,:')})" if found else ""
+    refused = "".join(
+        f"\nIt tried to reach {attempt.host}:{attempt.port}, which is not an approved package "
+        "index host (policy environment.index_url and environment.extra_urls)."
+        for attempt in proxy.refused
+    )
+    raise EnvironmentBuildError(
+        f"the install command `{command}` {status}{package}.{refused}\n"
+        f"The last lines of its output:\n{_tail(result.output)}"
+    )
+
+
+def _tail(output: str) -> str:
+    return "\n".join(output.rstrip().splitlines()[-TAIL_LINES:])
+
+
+def _remove_egress(folder: Path) -> None:
+    for child in folder.iterdir():
+        child.unlink(missing_ok=True)
+    folder.rmdir()
+
+
+def _find_secret(root: Path, token: str) -> Path | None:
+    """The first file under `root` holding the token as is, base64 or URL-quoted. A build that
+    hides it otherwise (encrypted, split) is not found: docs/sandbox-image.md says so."""
+    raw = token.encode()
+    needles = {raw, base64.b64encode(raw), urllib.parse.quote(token, safe="").encode()}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = Path(folder) / name
+            try:
+                data = path.read_bytes() if not path.is_symlink() else os.fsencode(path.readlink())
+            except OSError:
+                continue
+            if any(needle in data for needle in needles):
+                return path.relative_to(root)
+    return None

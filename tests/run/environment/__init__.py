@@ -1,0 +1,1 @@
+"""Tests of the environment phase: detection, refusals, the cache, the build."""
