@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ from frognano.errors import SandboxUnavailable
 from frognano.sandbox import SandboxLimits, SandboxOptions
 from frognano.sandbox.isolation import choose_mechanism
 from frognano.sandbox.local import LocalSandbox
+from tests.packageindex import PROXPI_ENV_VAR, PROXPI_VERSION, PackageIndex, serve_package_index
 
 # Set by .ci/run: a mechanism that cannot run here fails the suite instead of being skipped,
 # so CI always exercises both. (Not FROGNANO_*: that prefix is reserved for settings.)
@@ -79,6 +80,27 @@ def make_sandbox(mechanism: str) -> MakeSandbox:
         return await LocalSandbox.create(options_for(mechanism, **kwargs))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def package_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PackageIndex]:
+    """proxpi in front of a static upstream index, one for the session (tests/packageindex.py).
+
+    It starts empty; tests publish wheels with `add_wheels`, under names of their own, since
+    every test of the session shares it.
+    """
+    python = os.environ.get(PROXPI_ENV_VAR)
+    if not python or not Path(python).exists():
+        message = (
+            f"{PROXPI_ENV_VAR} must name the Python of an environment with proxpi=="
+            f"{PROXPI_VERSION} (python3 -m venv /tmp/px && /tmp/px/bin/pip install "
+            f"proxpi=={PROXPI_VERSION}; .ci/run builds one)"
+        )
+        if STRICT:
+            pytest.fail(message)
+        pytest.skip(message)
+    with serve_package_index(Path(python), tmp_path_factory.mktemp("package-index")) as index:
+        yield index
 
 
 def processes_with(prefix: str) -> list[int]:
