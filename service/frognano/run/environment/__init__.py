@@ -1,0 +1,1 @@
+"""The environment phase: the repository's virtualenv, installed through the approved index only."""
