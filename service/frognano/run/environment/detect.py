@@ -55,7 +55,8 @@ def requirements_roots(repo_dir: Path) -> list[str]:
     found = [
         entry.name
         for entry in repo_dir.iterdir()
-        if entry.name.startswith("requirements") and entry.name.endswith(".txt")
+        if entry.name.startswith("requirements")
+        and entry.name.endswith(".txt")
         and not entry.is_dir()
     ]
     folder = repo_dir / "requirements"
@@ -79,8 +80,9 @@ def detect(repo_dir: Path) -> Detected:
         commands.append(f"{_PIP} -r {shlex.quote(root)}")
         notes.append(f"{root}: installing its requirements")
     present = {
-        name for name in (*PROJECT_FILES, *LOCK_FILES) if (repo_dir / name).is_symlink()
-        or (repo_dir / name).exists()
+        name
+        for name in (*PROJECT_FILES, *LOCK_FILES)
+        if (repo_dir / name).is_symlink() or (repo_dir / name).exists()
     }
     key_files |= present
     if "pyproject.toml" in present:
@@ -95,8 +97,7 @@ def detect(repo_dir: Path) -> Detected:
         )
     if not commands and not notes:
         notes.append(
-            "found no requirements file, pyproject.toml, setup.py or setup.cfg: "
-            "nothing to install"
+            "found no requirements file, pyproject.toml, setup.py or setup.cfg: nothing to install"
         )
     return Detected(tuple(commands), tuple(sorted(key_files)), tuple(notes))
 
@@ -177,5 +178,3 @@ def _from_setup(repo_dir: Path, present: set[str], commands: list[str], notes: l
     source = "setup.py" if "setup.py" in present else "setup.cfg"
     with_extras = f" with extras {', '.join(extras)}" if extras else ""
     notes.append(f"{source}: installing the project editable{with_extras}")
-
-

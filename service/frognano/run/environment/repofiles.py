@@ -22,6 +22,7 @@ __all__ = [
     "Redirect",
     "Unreadable",
     "inside_repo",
+    "link_on_path",
     "load_toml",
     "read_text",
 ]
@@ -49,7 +50,7 @@ class Redirect:
         return f"{where}: {self.reason}"
 
 
-class Unreadable(Exception):  # noqa: N818 - an outcome of reading, not a failure of FrogNano
+class Unreadable(Exception):
     """A repository file the scan will not read; the message is the reason, without the path."""
 
 
@@ -67,26 +68,41 @@ def inside_repo(base_dir: str, value: str) -> str | None:
     return path
 
 
-def _regular_file(repo_dir: Path, rel: str) -> Path:
-    """The file at `rel`, after checking that no part of the path is a symbolic link."""
+def link_on_path(repo_dir: Path, rel: str) -> str | None:
+    """The first part of `rel` (a repository path) that is a symbolic link, or None.
+
+    Parts that do not exist end the walk: nothing below them can be a link.
+    """
     current = repo_dir
-    parts = rel.split("/")
-    for index, part in enumerate(parts):
+    for part in rel.split("/"):
         current = current / part
         try:
-            mode = current.lstat().st_mode
-        except FileNotFoundError:
-            raise Unreadable("does not exist in the repository") from None
-        except NotADirectoryError:
-            raise Unreadable("is below a file, not a folder") from None
-        if stat.S_ISLNK(mode):
-            last = index == len(parts) - 1
-            raise Unreadable(
-                "is a symbolic link" if last else f"goes through the symbolic link {part}"
-            )
+            if current.is_symlink():
+                return part
+        except OSError:
+            return None
+    return None
+
+
+def _regular_file(repo_dir: Path, rel: str) -> Path:
+    """The file at `rel`, after checking that no part of the path is a symbolic link."""
+    link = link_on_path(repo_dir, rel)
+    if link is not None:
+        last = (
+            rel.rpartition("/")[2] == link
+            and link_on_path(repo_dir, rel.rpartition("/")[0]) is None
+        )
+        raise Unreadable("is a symbolic link" if last else f"goes through the symbolic link {link}")
+    path = repo_dir / rel
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise Unreadable("does not exist in the repository") from None
+    except NotADirectoryError:
+        raise Unreadable("is below a file, not a folder") from None
     if not stat.S_ISREG(mode):
         raise Unreadable("is not a regular file")
-    return current
+    return path
 
 
 def read_text(repo_dir: Path, rel: str) -> str:

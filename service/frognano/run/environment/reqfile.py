@@ -1,4 +1,4 @@
-"""Requirements files read the way pip reads them: logical lines, options, and `-r`/`-c` includes."""
+"""Requirements files read as pip reads them: logical lines, options, `-r`/`-c` includes."""
 
 # pip's own rules (pip/_internal/req/req_file.py) are mirrored on purpose, so that the scan sees
 # the same lines and options pip will: a backslash joins lines, a `#` after whitespace starts a
@@ -127,7 +127,7 @@ def _options(tokens: list[str]) -> tuple[list[tuple[str, str | None]], str | Non
     while index < len(tokens):
         token = tokens[index]
         index += 1
-        if token == "--":
+        if token == "--":  # noqa: S105 - optparse's end of options, not a secret
             break
         if token.startswith("--"):
             given, equals, value = token.partition("=")
@@ -169,8 +169,8 @@ def parse_line(number: int, text: str) -> Entry:
         option_tokens = shlex.split(rest)
     except ValueError as error:
         return Entry(number, text, " ".join(args), (), f"pip cannot split its options ({error})")
-    options, error = _options(option_tokens)
-    return Entry(number, text, " ".join(args), tuple(options), error)
+    options, problem = _options(option_tokens)
+    return Entry(number, text, " ".join(args), tuple(options), problem)
 
 
 def _coding_problem(text: str) -> str | None:
@@ -184,9 +184,7 @@ def _coding_problem(text: str) -> str | None:
     return None
 
 
-def collect(
-    repo_dir: Path, roots: Iterable[str]
-) -> tuple[list[RequirementsFile], list[Redirect]]:
+def collect(repo_dir: Path, roots: Iterable[str]) -> tuple[list[RequirementsFile], list[Redirect]]:
     """The requirements files `roots` and every file they include, with the includes refused.
 
     An include is refused when it names a URL, leaves the repository, goes through a symbolic
@@ -194,9 +192,7 @@ def collect(
     """
     files: list[RequirementsFile] = []
     refused: list[Redirect] = []
-    queue: deque[tuple[str, str | None, int | None]] = deque(
-        (root, None, None) for root in roots
-    )
+    queue: deque[tuple[str, str | None, int | None]] = deque((root, None, None) for root in roots)
     seen: set[str] = set()
     while queue:
         path, parent, parent_line = queue.popleft()
@@ -231,4 +227,3 @@ def collect(
                     continue
                 refused.append(Redirect(path, entry.line, f"{name} {value} {reason}"))
     return files, refused
-
