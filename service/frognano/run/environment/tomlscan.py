@@ -29,12 +29,17 @@ def line_of(text: str, needle: str, start: int = 1) -> int | None:
     return None
 
 
-def key_line(text: str, key: str) -> int | None:
-    """The first line where `key` is assigned (bare, quoted or dotted) or is a table header."""
+def key_line(text: str, key: str, within: str = "") -> int | None:
+    """The first line where `key` is assigned (bare, quoted or dotted) or is a table header.
+
+    The search starts at the first line naming the table `within` (such as "tool.pdm"), or at
+    the top when no line does.
+    """
+    start = line_of(text, within) or 1 if within else 1
     name = re.escape(key)
     pattern = re.compile(rf"(^|[\s.{{,\"'\[])({name})[\"']?\s*(=|\]|\.)")
     for number, line in enumerate(text.splitlines(), start=1):
-        if pattern.search(line.partition("#")[0]):
+        if number >= start and pattern.search(line.partition("#")[0]):
             return number
     return None
 
@@ -84,16 +89,23 @@ def check_pyproject(path: str, text: str) -> list[Redirect]:
     groups = _table(document.get("dependency-groups"))
     for group, values in groups.items():
         found.extend(_requirements(path, text, f"dependency group {group}", values))
+    for group in groups:
         try:
             resolve_group(groups, group)
         except GroupError as error:
+            # one is enough: a cycle would otherwise be reported once per group on it
             found.append(Redirect(path, key_line(text, "dependency-groups"), str(error)))
+            break
     tool = _table(document.get("tool"))
     found.extend(_uv(path, text, _table(tool.get("uv"))))
     found.extend(_poetry(path, text, _table(tool.get("poetry"))))
     pdm = _table(tool.get("pdm"))
     if "source" in pdm:
-        found.append(Redirect(path, key_line(text, "source"), f"[tool.pdm] source {_INDEX_REASON}"))
+        found.append(
+            Redirect(
+                path, key_line(text, "source", "tool.pdm"), f"[tool.pdm] source {_INDEX_REASON}"
+            )
+        )
     return found
 
 
@@ -105,13 +117,14 @@ def _uv(path: str, text: str, uv: dict[str, Any]) -> list[Redirect]:
     for where, table in (("[tool.uv]", uv), ("[tool.uv.pip]", _table(uv.get("pip")))):
         for key in _UV_INDEX_KEYS:
             if key in table:
-                found.append(Redirect(path, key_line(text, key), f"{where} {key} {_INDEX_REASON}"))
+                line = key_line(text, key, where.strip("[]"))
+                found.append(Redirect(path, line, f"{where} {key} {_INDEX_REASON}"))
     base = path.rpartition("/")[0]
     for name, sources in _table(uv.get("sources")).items():
         for source in sources if isinstance(sources, list) else [sources]:
             reason = _source_problem(base, _table(source), _SOURCE_KEYS)
             if reason is not None:
-                line = key_line(text, name)
+                line = key_line(text, name, "tool.uv.sources")
                 found.append(Redirect(path, line, f"[tool.uv.sources] {name}: {reason}"))
     return found
 
@@ -119,7 +132,9 @@ def _uv(path: str, text: str, uv: dict[str, Any]) -> list[Redirect]:
 def _source_problem(base: str, source: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         if key in source:
-            return f"its {key} {_OUTSIDE}" if key != "index" else f"its index {_INDEX_REASON}"
+            if key in ("index", "source"):
+                return f"its {key} {_INDEX_REASON}"
+            return f"its {key} {_OUTSIDE}"
     value = source.get("path")
     if isinstance(value, str) and inside_repo(base, value) is None:
         return f"its path {value} is outside the repository"
@@ -130,7 +145,11 @@ def _poetry(path: str, text: str, poetry: dict[str, Any]) -> list[Redirect]:
     found = []
     if "source" in poetry:
         found.append(
-            Redirect(path, key_line(text, "source"), f"[tool.poetry] source {_INDEX_REASON}")
+            Redirect(
+                path,
+                key_line(text, "source", "tool.poetry"),
+                f"[tool.poetry] source {_INDEX_REASON}",
+            )
         )
     tables = [("dependencies", poetry.get("dependencies"))]
     tables.append(("dev-dependencies", poetry.get("dev-dependencies")))
@@ -142,6 +161,6 @@ def _poetry(path: str, text: str, poetry: dict[str, Any]) -> list[Redirect]:
             for item in spec if isinstance(spec, list) else [spec]:
                 reason = _source_problem(base, _table(item), _POETRY_KEYS)
                 if reason is not None:
-                    line = key_line(text, name)
+                    line = key_line(text, name, "tool.poetry")
                     found.append(Redirect(path, line, f"[tool.poetry] {where} {name}: {reason}"))
     return found
