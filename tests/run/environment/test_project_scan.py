@@ -298,3 +298,11 @@ def test_an_unreadable_project_file_is_refused(tmp_path: Path) -> None:
     assert scan(tmp_path, {"pyproject.toml": b"[project]\nname = '\xff'\n"}) == [
         "pyproject.toml: the file is not UTF-8 text (byte 18)"
     ]
+
+
+def test_toml_nested_a_megabyte_deep_is_refused_not_a_crash(tmp_path: Path) -> None:
+    deep = "a = " + "[" * 500_000 + "\n"
+    assert scan(tmp_path, {"pyproject.toml": deep}) == [
+        "pyproject.toml: not valid TOML, so it cannot be checked: arrays or tables are nested "
+        "too deeply"
+    ]

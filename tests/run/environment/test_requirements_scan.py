@@ -256,3 +256,28 @@ def test_a_key_file_outside_the_repository_is_refused_not_read(tmp_path: Path) -
         "../x.txt: the requirements file is not a path inside the repository",
         f"{os.devnull}: the requirements file is not a path inside the repository",
     ]
+
+
+def test_too_many_included_files_end_the_reading(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {f"r/{n}.txt": f"-r {n + 1}.txt\n" for n in range(150)}
+    files["requirements.txt"] = "-r r/0.txt\n"
+    assert scan(tmp_path, files) == [
+        "r/98.txt:1: the requirements files include more than 100 files in all"
+    ]
+
+
+def test_a_requirements_folder_that_is_a_symbolic_link_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "outside", {"evil.txt": "--index-url http://evil.example\n"})
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements").symlink_to(tmp_path / "outside")
+    assert scan(repo, {}) == [
+        "requirements/evil.txt: the requirements file goes through the symbolic link requirements"
+    ]
+
+
+def test_a_file_name_cannot_forge_a_second_refusal(tmp_path: Path) -> None:
+    name = "requirements-\nsetup.py:1: fine.txt"
+    assert scan(tmp_path, {name: "-i http://e\n"}) == [
+        f"requirements-\\nsetup.py:1: fine.txt:1: --index-url {INDEX}"
+    ]

@@ -70,7 +70,12 @@ def requirements_roots(repo_dir: Path) -> list[str]:
 
 
 def detect(repo_dir: Path) -> Detected:
-    """The default install commands for the checkout at `repo_dir`."""
+    """The default install commands for the checkout at `repo_dir`.
+
+    Never raises for what the repository holds: a key file that cannot be read or parsed
+    (malformed TOML, not UTF-8, over 1 MiB, a symbolic link) adds a note and no command, and
+    `find_redirects` given the same key files refuses it with its reason and line.
+    """
     commands: list[str] = []
     notes: list[str] = []
     roots = requirements_roots(repo_dir)

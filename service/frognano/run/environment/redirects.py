@@ -55,6 +55,10 @@ def find_redirects(repo_dir: Path, key_files: Sequence[str]) -> list[Redirect]:
     `key_files` is `Detected.key_files`; requirements files among them are read again with
     their includes. The whole checkout (but `.git`) is searched for pip and uv configuration.
     Sorted by path and line; empty when the scan finds nothing.
+
+    This scan is for clear, early errors, not for security: the boundary is the network path.
+    The install sandbox reaches only the hosts of the policy's environment.index_url, so a
+    redirect the scan misses fails to connect; a miss here cannot widen the network.
     """
     found: list[Redirect] = []
     special = {*PROJECT_FILES, *LOCK_FILES}

@@ -47,7 +47,12 @@ class Redirect:
 
     def __str__(self) -> str:
         where = display(self.path) if self.line is None else f"{display(self.path)}:{self.line}"
-        return f"{where}: {self.reason}"
+        return _printable(f"{where}: {self.reason}")
+
+
+def _printable(text: str) -> str:
+    """`text` on one line: a newline in a file name must not forge a second refusal."""
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
 
 
 class Unreadable(Exception):
@@ -129,6 +134,10 @@ def load_toml(text: str) -> tuple[dict[str, Any] | None, int | None, str]:
     """The parsed TOML document, or None with the line and message of the syntax error."""
     try:
         return tomllib.loads(text), None, ""
+    except RecursionError:
+        # tomllib parses nested arrays and tables recursively; "a = [[[[..." a megabyte deep
+        # would otherwise end the scan with a traceback instead of a reason
+        return None, None, "arrays or tables are nested too deeply"
     except tomllib.TOMLDecodeError as error:
         # Python 3.11's error has no lineno attribute; its message ends "(at line N, column M)"
         found = _TOML_LINE.search(str(error))

@@ -17,7 +17,10 @@ from pathlib import Path
 
 from frognano.run.environment.repofiles import Redirect, Unreadable, inside_repo, read_text
 
-__all__ = ["Entry", "RequirementsFile", "collect", "logical_lines", "parse_line"]
+__all__ = ["MAX_FILES", "Entry", "RequirementsFile", "collect", "logical_lines", "parse_line"]
+
+MAX_FILES = 100
+"""The most requirements files one scan reads, includes and all: each may be 1 MiB."""
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 # pip decodes a file with the encoding a PEP 263 comment on its first two lines declares; utf-7
@@ -198,6 +201,11 @@ def collect(repo_dir: Path, roots: Iterable[str]) -> tuple[list[RequirementsFile
         path, parent, parent_line = queue.popleft()
         if path in seen:
             continue
+        if len(seen) == MAX_FILES:
+            where = path if parent is None else parent
+            reason = f"the requirements files include more than {MAX_FILES} files in all"
+            refused.append(Redirect(where, parent_line, reason))
+            break
         seen.add(path)
         try:
             text = read_text(repo_dir, path)
@@ -213,17 +221,26 @@ def collect(repo_dir: Path, roots: Iterable[str]) -> tuple[list[RequirementsFile
             continue
         entries = tuple(parse_line(number, line) for number, line in logical_lines(text))
         files.append(RequirementsFile(path, entries))
-        for entry in entries:
-            for name, value in entry.options:
-                if name not in _INCLUDES or value is None:
-                    continue
-                target = inside_repo(path.rpartition("/")[0], value)
-                if _URL_LIKE.match(value):
-                    reason = "names a URL, which pip would fetch from outside the approved index"
-                elif target is None:
-                    reason = "leaves the repository"
-                else:
-                    queue.append((target, path, entry.line))
-                    continue
-                refused.append(Redirect(path, entry.line, f"{name} {value} {reason}"))
+        queue.extend(_includes(path, entries, refused))
     return files, refused
+
+
+def _includes(
+    path: str, entries: Iterable[Entry], refused: list[Redirect]
+) -> list[tuple[str, str | None, int | None]]:
+    """The files the entries of `path` include, after refusing those that leave the repository."""
+    found: list[tuple[str, str | None, int | None]] = []
+    for entry in entries:
+        for name, value in entry.options:
+            if name not in _INCLUDES or value is None:
+                continue
+            target = inside_repo(path.rpartition("/")[0], value)
+            if _URL_LIKE.match(value):
+                reason = "names a URL, which pip would fetch from outside the approved index"
+            elif target is None:
+                reason = "leaves the repository"
+            else:
+                found.append((target, path, entry.line))
+                continue
+            refused.append(Redirect(path, entry.line, f"{name} {value} {reason}"))
+    return found
