@@ -209,7 +209,7 @@ def test_a_file_of_exactly_one_mebibyte_is_read(tmp_path: Path) -> None:
 
 def test_an_encoding_declaration_that_would_hide_an_option_is_refused(tmp_path: Path) -> None:
     # pip decodes this as UTF-7: its second line is "--index-url http://evil.example"
-    text = b"# -*- coding: utf-7 -*-\n+AC0AC0-index-url http://evil.example\n"
+    text = b"# -*- coding: utf-7 -*-\n+AC0ALQ-index-url http://evil.example\n"
     assert scan(tmp_path, {"requirements.txt": text}) == [
         "requirements.txt: the requirements file declares the encoding utf-7, which pip would "
         "honour; FrogNano reads only UTF-8"

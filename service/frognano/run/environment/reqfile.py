@@ -24,7 +24,7 @@ MAX_FILES = 100
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 # pip decodes a file with the encoding a PEP 263 comment on its first two lines declares; utf-7
-# would turn "+AC0AC0-index-url" into "--index-url" for pip and not for the scan
+# would turn "+AC0ALQ-index-url" into "--index-url" for pip and not for the scan
 _CODING = re.compile(r"^#.*coding[:=]\s*([-\w.]+)")
 _UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8", "ascii", "us-ascii"})
 _URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
