@@ -156,6 +156,11 @@ def test_an_ordinary_pyproject_is_not_refused(tmp_path: Path) -> None:
     assert scan(tmp_path, {"pyproject.toml": text}) == []
 
 
+def test_a_group_the_default_install_leaves_alone_may_not_resolve(tmp_path: Path) -> None:
+    text = PROJECT + '[dependency-groups]\ndocs = [{include-group = "nope"}]\ntest = ["pytest"]\n'
+    assert scan(tmp_path, {"pyproject.toml": text}) == []
+
+
 def test_setup_files_that_may_point_elsewhere_are_refused(tmp_path: Path) -> None:
     files: dict[str, str | bytes] = {
         "setup.cfg": (

@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from frognano.run.environment.declared import GroupError, resolve_group
+from frognano.run.environment.declared import GroupError, resolve_group, wanted_names
 from frognano.run.environment.repofiles import Redirect, inside_repo, load_toml
 
 __all__ = ["check_pyproject", "key_line", "line_of", "toml_error"]
@@ -89,7 +89,8 @@ def check_pyproject(path: str, text: str) -> list[Redirect]:
     groups = _table(document.get("dependency-groups"))
     for group, values in groups.items():
         found.extend(_requirements(path, text, f"dependency group {group}", values))
-    for group in groups:
+    # only the groups the default install resolves: a broken docs group stops nothing
+    for group in wanted_names(groups):
         try:
             resolve_group(groups, group)
         except GroupError as error:
