@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from frognano.run.environment.detect import detect
+from frognano.run.environment.detect import Detected, detect
 from frognano.run.environment.redirects import find_redirects
 
 from .scanning import scan, write
@@ -266,14 +266,15 @@ def test_too_many_included_files_end_the_reading(tmp_path: Path) -> None:
     ]
 
 
-def test_a_requirements_folder_that_is_a_symbolic_link_is_refused(tmp_path: Path) -> None:
-    write(tmp_path / "outside", {"evil.txt": "--index-url http://evil.example\n"})
+def test_a_requirements_folder_that_is_a_symbolic_link_is_not_listed(tmp_path: Path) -> None:
+    write(tmp_path / "outside", {"secret-name.txt": "--index-url http://evil.example\n"})
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "requirements").symlink_to(tmp_path / "outside")
-    assert scan(repo, {}) == [
-        "requirements/evil.txt: the requirements file goes through the symbolic link requirements"
-    ]
+    assert scan(repo, {}) == []
+    assert detect(repo) == Detected(
+        (), (), ("requirements/ is a symbolic link; FrogNano installs no file in it",)
+    )
 
 
 def test_a_file_name_cannot_forge_a_second_refusal(tmp_path: Path) -> None:

@@ -60,7 +60,8 @@ def requirements_roots(repo_dir: Path) -> list[str]:
         and not entry.is_dir()
     ]
     folder = repo_dir / "requirements"
-    if folder.is_dir():
+    # a linked folder is not listed: its names could be those of a folder outside the checkout
+    if folder.is_dir() and not folder.is_symlink():
         found.extend(
             f"requirements/{entry.name}"
             for entry in folder.iterdir()
@@ -79,6 +80,8 @@ def detect(repo_dir: Path) -> Detected:
     commands: list[str] = []
     notes: list[str] = []
     roots = requirements_roots(repo_dir)
+    if (repo_dir / "requirements").is_symlink():
+        notes.append("requirements/ is a symbolic link; FrogNano installs no file in it")
     files, _ = collect(repo_dir, roots)  # refusals are the scan's to report
     key_files = set(roots) | {file.path for file in files}
     for root in roots:
