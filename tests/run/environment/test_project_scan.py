@@ -293,6 +293,40 @@ def test_lock_entries_from_git_or_a_url_are_refused(tmp_path: Path) -> None:
     ]
 
 
+PYLOCK = """lock-version = "1.0"
+created-by = "uv"
+
+[[packages]]
+name = "a"
+version = "1.0"
+index = "https://pypi.org/simple"
+wheels = [{ url = "https://files.pythonhosted.org/a-1.0-py3-none-any.whl" }]
+
+[[packages]]
+name = "b"
+vcs = { type = "git", url = "https://github.com/a/b", commit-id = "abc" }
+
+[[packages]]
+name = "c"
+
+[packages.archive]
+url = "https://e.example/c.tar.gz"
+
+[[packages]]
+name = "d"
+directory = { path = "libs/d" }
+"""
+
+
+def test_pylock_entries_from_vcs_or_an_archive_url_are_refused(tmp_path: Path) -> None:
+    assert scan(tmp_path, {"pyproject.toml": PROJECT, "pylock.toml": PYLOCK}) == [
+        "pylock.toml:12: package b is locked to the vcs https://github.com/a/b, not to a package "
+        "from an index",
+        "pylock.toml:18: package c is locked to the archive https://e.example/c.tar.gz, not to a "
+        "package from an index",
+    ]
+
+
 def test_a_malformed_lock_is_refused(tmp_path: Path) -> None:
     files: dict[str, str | bytes] = {"pyproject.toml": PROJECT, "uv.lock": "[[package]\n"}
     [refusal] = scan(tmp_path, files)

@@ -11,7 +11,7 @@ from typing import Any
 from frognano.run.environment.repofiles import Redirect
 from frognano.run.environment.tomlscan import line_of, toml_error
 
-__all__ = ["check_poetry_lock", "check_uv_lock"]
+__all__ = ["check_poetry_lock", "check_pylock", "check_uv_lock"]
 
 
 def _packages(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -59,4 +59,25 @@ def check_poetry_lock(path: str, text: str) -> list[Redirect]:
                 "package from an index"
             )
             found.append(Redirect(path, _line(text, name, "[package.source]"), reason))
+    return found
+
+
+def check_pylock(path: str, text: str) -> list[Redirect]:
+    """pylock.toml (PEP 751) packages from a version-control system or an archive URL."""
+    document, found = toml_error(path, text)
+    if document is None:
+        return found
+    packages = document.get("packages")
+    for package in packages if isinstance(packages, list) else []:
+        if not isinstance(package, dict):
+            continue
+        for kind in ("vcs", "archive"):
+            source = package.get(kind)
+            if isinstance(source, dict) and "url" in source:
+                name = package.get("name")
+                reason = (
+                    f"package {name} is locked to the {kind} {source['url']}, not to a package "
+                    "from an index"
+                )
+                found.append(Redirect(path, _line(text, name, "url"), reason))
     return found

@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from frognano.run.environment.declared import read_setup_cfg
 from frognano.run.environment.detect import LOCK_FILES, PROJECT_FILES
-from frognano.run.environment.lockscan import check_poetry_lock, check_uv_lock
+from frognano.run.environment.lockscan import check_poetry_lock, check_pylock, check_uv_lock
 from frognano.run.environment.repofiles import (
     Redirect,
     Unreadable,
@@ -75,6 +75,7 @@ def find_redirects(repo_dir: Path, key_files: Sequence[str]) -> list[Redirect]:
         "setup.cfg": _check_setup,
         "uv.lock": check_uv_lock,
         "poetry.lock": check_poetry_lock,
+        "pylock.toml": check_pylock,
     }
     for path in sorted(special & set(key_files)):
         try:
