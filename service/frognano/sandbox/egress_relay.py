@@ -14,8 +14,10 @@ import contextlib
 import socket
 import sys
 import threading
+import time
 
 CHUNK = 64 * 1024
+LINGER_SECONDS = 2.0
 USAGE = "usage: egress_relay.py PORT SOCKET_PATH"
 # Said to the client when the proxy's socket cannot be reached: pip shows the text.
 _BODY = b"the sandbox's egress proxy is not running\n"
@@ -48,6 +50,12 @@ def _serve(client: socket.socket, socket_path: str) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             client.sendall(UNREACHABLE)
+            client.shutdown(socket.SHUT_WR)
+            # Closing with the request unread would reset the connection and lose the answer.
+            deadline = time.monotonic() + LINGER_SECONDS
+            client.settimeout(LINGER_SECONDS)
+            while client.recv(CHUNK) and time.monotonic() < deadline:
+                pass
         client.close()
         upstream.close()
         return
