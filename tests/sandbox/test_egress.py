@@ -12,12 +12,8 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -32,39 +28,9 @@ from frognano.sandbox.egress import (
     parse_head,
     relay_source,
 )
+from tests.sandbox.egress_clients import Site, exchange, fetch, read_all, tunnel
 
 RELAY = Path(egress.__file__).with_name("egress_relay.py")
-
-
-class Site:
-    """A real HTTP server on 127.0.0.1 that answers `NAME PATH` and records what it was sent."""
-
-    def __init__(self, name: str) -> None:
-        seen: list[tuple[str, dict[str, str]]] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
-                body = f"{name} {self.path}".encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.seen = seen
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port: int = self.server.server_address[1]
-        # a short poll keeps shutdown() from waiting half a second per test
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,))
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
 
 
 @pytest.fixture
@@ -112,48 +78,6 @@ def _no_proxy_bypass(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def exchange(port: int, data: bytes) -> bytes:
-    """Send `data` to the relay, half-close, and read the whole answer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
-        client.sendall(data)
-        client.shutdown(socket.SHUT_WR)
-        return read_all(client)
-
-
-def read_all(client: socket.socket) -> bytes:
-    chunks = []
-    while chunk := client.recv(65536):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def tunnel(port: int, authority: str, inner: bytes) -> tuple[bytes, bytes]:
-    """CONNECT through the relay, then speak `inner` in the tunnel; the answer head and rest."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
-        client.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())
-        answer = b""
-        while b"\r\n\r\n" not in answer and (chunk := client.recv(65536)):
-            answer += chunk
-        head, _, rest = answer.partition(b"\r\n\r\n")
-        if not head.startswith(b"HTTP/1.1 200"):
-            return head, rest + read_all(client)
-        client.sendall(inner)
-        client.shutdown(socket.SHUT_WR)
-        return head, rest + read_all(client)
-
-
-def fetch(relay: int, url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-    proxy = f"http://127.0.0.1:{relay}"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
-    request = urllib.request.Request(url, headers=headers or {})  # noqa: S310 - test URLs
-    try:
-        with opener.open(request, timeout=10) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, error.read()
-
-
 def test_destinations_for_parses_admin_urls() -> None:
     assert destinations_for(
         [
@@ -174,6 +98,8 @@ def test_destinations_for_parses_admin_urls() -> None:
         ("pypi.internal/simple", "must start with http"),
         ("https:///simple", "has no host"),
         ("https://pypi.internal:99999/", "invalid port"),
+        ("https://[::1/simple", "is not a URL"),
+        ("https://pypi index/", "invalid host"),
     ):
         with pytest.raises(ValueError, match=message) as caught:
             destinations_for([bad])
@@ -195,19 +121,23 @@ def test_parse_head_decides_on_names_as_written() -> None:
         b"Connection: close\r\n\r\n"
     )
     for bad in (
-        b"GARBAGE\r\n\r\n",
-        b"GET /simple/ HTTP/1.1\r\nHost: pypi.internal\r\n\r\n",  # origin-form: no host
-        b"CONNECT pypi.internal HTTP/1.1\r\n\r\n",  # no port
-        b"CONNECT pypi.internal:99999 HTTP/1.1\r\n\r\n",
-        b"CONNECT pypi.internal:443 HTTP/2.0\r\n\r\n",
-        b"GET https://pypi.internal/ HTTP/1.1\r\n\r\n",
-        b"GET http://user@pypi.internal/ HTTP/1.1\r\n\r\n",
-        b"GET http://pypi.internal/ HTTP/1.1\r\nno colon here\r\n\r\n",
-        b"GET http://pypi.internal/ HTTP/1.1\r\nX: \xff\r\n\r\n",
-        b"GET http://a b/ HTTP/1.1\r\n\r\n",
+        b"GARBAGE",
+        b"GET /simple/ HTTP/1.1\r\nHost: pypi.internal",  # origin-form: no host
+        b"CONNECT pypi.internal HTTP/1.1",  # no port
+        b"CONNECT pypi.internal:99999 HTTP/1.1",
+        b"CONNECT pypi.internal:443 HTTP/2.0",
+        b"CONNECT [::1:443 HTTP/1.1",
+        b"GET https://pypi.internal/ HTTP/1.1",
+        b"GET http://user@pypi.internal/ HTTP/1.1",
+        b"GET http://[::1/ HTTP/1.1",
+        b"GET http://a b/ HTTP/1.1",
+        b"GET http://pypi.internal/ HTTP/1.1\r\nno colon here",
+        b"GET http://pypi.internal/ HTTP/1.1\r\nX: \xff",
+        b"GET http://pypi.internal/ HTTP/1.1\r\nX: a\nHost: elsewhere",
+        b"GET http://pypi.internal/ HTTP/1.1\r\n Folded: header",
     ):
         with pytest.raises(BadRequest):
-            parse_head(bad)
+            parse_head(bad + b"\r\n\r\n")
 
 
 async def test_allowed_get_goes_through_relay_and_proxy(

@@ -28,6 +28,7 @@ _VERSION = re.compile(r"HTTP/1\.[01]")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HOST = re.compile(r"[A-Za-z0-9._-]+")
 _PORT = re.compile(r"[0-9]{1,5}")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # Hop-by-hop headers meant for this proxy or for the client's connection to it.
 _DROPPED = frozenset({"proxy-authorization", "proxy-connection", "connection", "keep-alive"})
 
@@ -65,7 +66,10 @@ def destinations_for(urls: Sequence[str]) -> tuple[Destination, ...]:
     """The host:port pairs of the admin's package index URLs, in order, without repeats."""
     found: dict[Destination, None] = {}
     for url in urls:
-        parts = urlsplit(url.strip())
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError as error:
+            raise ValueError(f"package index URL {url!r} is not a URL: {error}") from None
         if parts.scheme.lower() not in ("http", "https"):
             raise ValueError(f"package index URL {url!r} must start with http:// or https://")
         if not parts.hostname:
@@ -78,7 +82,10 @@ def destinations_for(urls: Sequence[str]) -> tuple[Destination, ...]:
             port = 443 if parts.scheme.lower() == "https" else 80
         if port == 0:
             raise ValueError(f"package index URL {url!r} has port 0")
-        found[Destination(_normal_host(parts.hostname), port)] = None
+        host = _normal_host(parts.hostname)
+        if not _HOST.fullmatch(host) and ":" not in host:
+            raise ValueError(f"package index URL {url!r} has an invalid host {host!r}")
+        found[Destination(host, port)] = None
     return tuple(found)
 
 
@@ -96,7 +103,9 @@ class BadRequest(Exception):
 
 
 @dataclass
-class _Head:
+class RequestHead:
+    """What a request asks for, and the head to send upstream once it is allowed."""
+
     method: str
     destination: Destination
     forward: bytes  # what goes upstream first: nothing for CONNECT, the rewritten head otherwise
@@ -117,13 +126,16 @@ def _split_authority(authority: str) -> Destination:
     return Destination(_normal_host(host), int(port))
 
 
-def parse_head(head: bytes) -> _Head:
+def parse_head(head: bytes) -> RequestHead:
     """Read a proxy request head (ending in a blank line); BadRequest if it is malformed."""
     try:
         text = head.decode("ascii")
     except UnicodeDecodeError:
         raise BadRequest(400, "the request head is not ASCII") from None
     lines = text[:-4].split("\r\n")
+    # A lone CR or LF, or another control byte, could be read differently by the upstream server.
+    if any(_CONTROL.search(line) for line in lines):
+        raise BadRequest(400, "control characters in the request head")
     request_line, headers = lines[0], lines[1:]
     parts = request_line.split(" ")
     if len(parts) != 3 or not _METHOD.fullmatch(parts[0]) or not _VERSION.fullmatch(parts[2]):
@@ -134,10 +146,13 @@ def parse_head(head: bytes) -> _Head:
         if not colon or not _HEADER_NAME.fullmatch(name):
             raise BadRequest(400, "malformed header line")
     if method.upper() == "CONNECT":
-        return _Head("CONNECT", _split_authority(target), b"")
+        return RequestHead("CONNECT", _split_authority(target), b"")
     if target.startswith("/") or target == "*":
         raise BadRequest(400, "this is a proxy: the request line must name http://host/path")
-    url = urlsplit(target)
+    try:
+        url = urlsplit(target)
+    except ValueError:
+        raise BadRequest(400, f"bad URL {target!r}") from None
     if url.scheme.lower() != "http" or not url.netloc or "@" in url.netloc:
         raise BadRequest(400, "only http://host[:port]/path targets, or CONNECT, are served")
     authority = url.netloc if re.search(r":[0-9]*$", url.netloc) else url.netloc + ":80"
@@ -153,7 +168,7 @@ def parse_head(head: bytes) -> _Head:
     kept = [line for line in headers if line.partition(":")[0].strip().lower() not in _DROPPED]
     kept = [line for line in kept if line.partition(":")[0].strip().lower() != "host"]
     rewritten = [f"{method} {path} {version}", f"Host: {url.netloc}", *kept, "Connection: close"]
-    return _Head(method, destination, ("\r\n".join(rewritten) + "\r\n\r\n").encode("ascii"))
+    return RequestHead(method, destination, ("\r\n".join(rewritten) + "\r\n\r\n").encode("ascii"))
 
 
 def _reason(error: BaseException, timeout: float) -> str:

@@ -84,7 +84,12 @@ def main(argv: list[str]) -> int:
     sys.stdout.write(f"ready {listener.getsockname()[1]}\n")
     sys.stdout.flush()
     while True:
-        client, _ = listener.accept()
+        try:
+            client, _ = listener.accept()
+        except OSError:
+            # Out of descriptors, or a client gone before accept: the relay must stay up.
+            time.sleep(0.05)
+            continue
         threading.Thread(target=_serve, args=(client, socket_path), daemon=True).start()
 
 
