@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import socket
 import threading
 import urllib.error
@@ -12,15 +13,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Site:
     """A real HTTP server on 127.0.0.1 that answers `NAME PATH` and records what it was sent."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, keep_alive: bool = False) -> None:
         seen: list[tuple[str, dict[str, str]]] = []
 
         class Handler(BaseHTTPRequestHandler):
+            # keep_alive: an HTTP/1.1 server that keeps connections open whatever it is asked
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def do_GET(self) -> None:
                 seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 body = f"{name} {self.path}".encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
+                if keep_alive:
+                    self.send_header("Connection", "keep-alive")
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -78,3 +84,17 @@ def fetch(relay: int, url: str, headers: dict[str, str] | None = None) -> tuple[
     except urllib.error.HTTPError as error:
         with error:
             return error.code, error.read()
+
+
+def fetch_reusing(relay: int, urls: list[str]) -> list[tuple[str | None, bytes]]:
+    """GET each URL through one HTTPConnection to the relay, as a pooling client does."""
+    connection = http.client.HTTPConnection("127.0.0.1", relay, timeout=10)
+    answers = []
+    try:
+        for url in urls:
+            connection.request("GET", url)
+            with connection.getresponse() as response:
+                answers.append((response.getheader("Connection"), response.read()))
+    finally:
+        connection.close()
+    return answers

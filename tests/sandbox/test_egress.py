@@ -28,7 +28,7 @@ from frognano.sandbox.egress import (
     parse_head,
     relay_source,
 )
-from tests.sandbox.egress_clients import Site, exchange, fetch, read_all, tunnel
+from tests.sandbox.egress_clients import Site, exchange, fetch, fetch_reusing, read_all, tunnel
 
 RELAY = Path(egress.__file__).with_name("egress_relay.py")
 
@@ -237,12 +237,27 @@ async def test_pipelined_request_for_another_host_stays_on_the_first(
     finally:
         first.close()
         await first.wait_closed()
-    assert answer == b"HTTP/1.0 200 OK\r\n\r\nrecorded"
+    assert answer == b"HTTP/1.0 200 OK\r\nConnection: close\r\n\r\nrecorded"
     [data] = received
     assert data.startswith(b"GET /one HTTP/1.1\r\n")
     assert data.endswith(second.encode())  # the second request reached the first host only
     assert elsewhere.seen == []
     assert proxy.refused == proxy.failed == []
+
+
+async def test_a_reused_client_connection_reaches_each_host(
+    sock: Path, relay: int, elsewhere: Site
+) -> None:
+    # urllib3 (pip) sends every http:// request through one pooled connection to the proxy.
+    with contextlib.closing(Site("index", keep_alive=True)) as index:
+        allowed = [Destination("127.0.0.1", index.port), Destination("127.0.0.1", elsewhere.port)]
+        async with EgressProxy(sock, allowed):
+            urls = [f"http://127.0.0.1:{index.port}/a", f"http://127.0.0.1:{elsewhere.port}/b"]
+            answers = await asyncio.to_thread(fetch_reusing, relay, urls)
+    # the index says keep-alive; the proxy, which will close, says otherwise
+    assert answers == [("close", b"index /a"), ("close", b"elsewhere /b")]
+    assert [path for path, _ in index.seen] == ["/a"]
+    assert [path for path, _ in elsewhere.seen] == ["/b"]
 
 
 async def test_malformed_and_oversized_heads_are_answered_and_survived(

@@ -23,14 +23,14 @@ CHUNK = 64 * 1024
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 1024 * 1024
 
-_METHOD = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method or a header name (RFC 9110)
 _VERSION = re.compile(r"HTTP/1\.[01]")
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HOST = re.compile(r"[A-Za-z0-9._-]+")
 _PORT = re.compile(r"[0-9]{1,5}")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # Hop-by-hop headers meant for this proxy or for the client's connection to it.
 _DROPPED = frozenset({"proxy-authorization", "proxy-connection", "connection", "keep-alive"})
+_DROPPED_ANSWER = frozenset({b"proxy-connection", b"connection", b"keep-alive"})
 
 
 @dataclass(frozen=True)
@@ -138,12 +138,12 @@ def parse_head(head: bytes) -> RequestHead:
         raise BadRequest(400, "control characters in the request head")
     request_line, headers = lines[0], lines[1:]
     parts = request_line.split(" ")
-    if len(parts) != 3 or not _METHOD.fullmatch(parts[0]) or not _VERSION.fullmatch(parts[2]):
+    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not _VERSION.fullmatch(parts[2]):
         raise BadRequest(400, "malformed request line")
     method, target, version = parts
     for line in headers:
         name, colon, _ = line.partition(":")
-        if not colon or not _HEADER_NAME.fullmatch(name):
+        if not colon or not _TOKEN.fullmatch(name):
             raise BadRequest(400, "malformed header line")
     if method.upper() == "CONNECT":
         return RequestHead("CONNECT", _split_authority(target), b"")
@@ -155,18 +155,15 @@ def parse_head(head: bytes) -> RequestHead:
         raise BadRequest(400, f"bad URL {target!r}") from None
     if url.scheme.lower() != "http" or not url.netloc or "@" in url.netloc:
         raise BadRequest(400, "only http://host[:port]/path targets, or CONNECT, are served")
-    authority = url.netloc if re.search(r":[0-9]*$", url.netloc) else url.netloc + ":80"
-    if authority.endswith(":"):
-        authority += "80"
-    destination = _split_authority(authority)
+    default_port = "" if re.search(r":[0-9]+$", url.netloc) else ":80"
+    destination = _split_authority(url.netloc.removesuffix(":") + default_port)
     path = url.path or "/"
     if url.query:
         path += "?" + url.query
     # Host names the approved destination (a proxy must replace it, RFC 9112 3.2.2), and the
     # upstream closes after one answer, so a client that reuses this connection for another
     # host (urllib3 does for http://) gets a fresh connection instead of the wrong server.
-    kept = [line for line in headers if line.partition(":")[0].strip().lower() not in _DROPPED]
-    kept = [line for line in kept if line.partition(":")[0].strip().lower() != "host"]
+    kept = [line for line in headers if line.partition(":")[0].lower() not in {*_DROPPED, "host"}]
     rewritten = [f"{method} {path} {version}", f"Host: {url.netloc}", *kept, "Connection: close"]
     return RequestHead(method, destination, ("\r\n".join(rewritten) + "\r\n\r\n").encode("ascii"))
 
@@ -293,7 +290,9 @@ class EgressProxy:
             return await _refuse(reader, writer, 403, text)
         try:
             async with asyncio.timeout(self.connect_timeout):
-                up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
+                up_reader, up_writer = await asyncio.open_connection(
+                    target.host, target.port, limit=HEAD_LIMIT
+                )
         except (OSError, TimeoutError) as error:
             reason = _reason(error, self.connect_timeout)
             self.failed.append(Attempt(target.host, target.port, head.method, reason))
@@ -305,7 +304,8 @@ class EgressProxy:
             else:
                 up_writer.write(head.forward)
                 self._counts.up += len(head.forward)
-            await _splice(reader, writer, up_reader, up_writer, self._counts)
+            heads = head.method != "CONNECT"
+            await _splice(reader, writer, up_reader, up_writer, self._counts, heads=heads)
         finally:
             up_writer.close()
             with contextlib.suppress(Exception):
@@ -333,10 +333,17 @@ async def _splice(
     up_reader: asyncio.StreamReader,
     up_writer: asyncio.StreamWriter,
     counts: _Counts,
+    *,
+    heads: bool,
 ) -> None:
-    """Copy both ways until both sides have finished; a reset on either ends both."""
+    """Copy both ways until both sides have finished; a reset on either ends both.
+
+    `heads`: the upstream answers an HTTP request, whose answer is told to close.
+    """
 
     async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter, up: bool) -> None:
+        if heads and not up:
+            await _pass_heads(source, sink, counts)
         while chunk := await source.read(CHUNK):
             sink.write(chunk)
             if up:
@@ -360,3 +367,34 @@ async def _splice(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _pass_heads(
+    source: asyncio.StreamReader, sink: asyncio.StreamWriter, counts: _Counts
+) -> None:
+    """Pass on the upstream's answer heads, the final one saying `Connection: close`.
+
+    The upstream closes after one answer (the request asked it to); a client told so opens a
+    new connection for its next request instead of reusing one the proxy is about to close.
+    """
+    while True:
+        try:
+            head = await source.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError as error:
+            head = error.partial  # the upstream ended mid-head: pass on what it sent
+        except asyncio.LimitOverrunError:
+            return  # too long to rewrite: the plain copy passes it on as it is
+        complete = head.endswith(b"\r\n\r\n") and head.startswith(b"HTTP/1.")
+        status = head[9:12] if complete else b""
+        # 1xx answers (100 Continue) come before the final one; 101 switches protocols.
+        interim = status.startswith(b"1") and status != b"101"
+        if status and not interim:
+            lines = head[:-4].split(b"\r\n")
+            kept = [line for line in lines[1:]
+                    if line.partition(b":")[0].strip().lower() not in _DROPPED_ANSWER]  # fmt: skip
+            head = b"\r\n".join([lines[0], *kept, b"Connection: close"]) + b"\r\n\r\n"
+        sink.write(head)
+        counts.down += len(head)
+        await sink.drain()
+        if not interim:
+            return
