@@ -343,6 +343,15 @@ def test_relay_reports_a_taken_port_and_bad_usage(sock: Path) -> None:
     )
     assert usage.returncode == 2
     assert "usage: egress_relay.py PORT SOCKET_PATH" in usage.stderr
+    long = subprocess.run(
+        [sys.executable, str(RELAY), "0", "/tmp/" + "s" * 110],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert long.returncode == 2
+    assert "the socket path is over 107 bytes" in long.stderr
 
 
 def test_relay_without_a_proxy_answers_502(relay: int) -> None:

@@ -374,8 +374,8 @@ async def _pass_heads(
 ) -> None:
     """Pass on the upstream's answer heads, the final one saying `Connection: close`.
 
-    The upstream closes after one answer (the request asked it to); a client told so opens a
-    new connection for its next request instead of reusing one the proxy is about to close.
+    The connection leads to this one host:port only; a client told so opens a new one for
+    its next request instead of sending it where it cannot go (or racing the upstream's close).
     """
     while True:
         try:

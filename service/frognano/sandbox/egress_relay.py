@@ -1,16 +1,16 @@
-"""Inside the sandbox: relays TCP on 127.0.0.1:PORT to FrogNano's egress proxy's Unix socket.
+"""Inside the sandbox: relays TCP on 127.0.0.1:PORT to the egress proxy's Unix socket."""
 
-The sandbox's network namespace has only `lo`; the proxy's socket is bound in from the host.
-pip is told HTTP(S)_PROXY=http://127.0.0.1:PORT and this script carries each connection to
-the socket unchanged: what may go out is decided by the proxy, not here. It runs with
-whatever Python the sandbox has, so it uses the standard library only and Python 3.8
-syntax. Usage: `python egress_relay.py PORT SOCKET_PATH` (PORT 0 picks a free port). It
-prints `ready PORT` once listening and runs until it is killed.
-"""
+# The sandbox's network namespace has only `lo`; FrogNano's proxy listens on a Unix socket
+# bound in from the host. pip is told HTTP(S)_PROXY=http://127.0.0.1:PORT and this script
+# carries each connection to that socket unchanged: what may go out is decided by the proxy,
+# never here. It runs with whatever Python the sandbox has, so it uses the standard library
+# only and Python 3.8 syntax. Usage: `python egress_relay.py PORT SOCKET_PATH` (PORT 0 picks
+# a free port); it prints `ready PORT` once listening and runs until it is killed.
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import sys
 import threading
@@ -73,6 +73,9 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(USAGE + "\n")
         return 2
     port, socket_path = int(argv[0]), argv[1]
+    if len(os.fsencode(socket_path)) > 107:  # sun_path holds 108 bytes with its NUL
+        sys.stderr.write(f"egress relay: the socket path is over 107 bytes: {socket_path}\n")
+        return 2
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         listener.bind(("127.0.0.1", port))
