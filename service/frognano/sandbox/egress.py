@@ -9,7 +9,8 @@ import os
 import re
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from http import HTTPStatus
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
@@ -179,21 +180,12 @@ def _reason(error: BaseException, timeout: float) -> str:
 
 
 def _answer(status: int, text: str) -> bytes:
-    reasons = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout",
-               431: "Request Header Fields Too Large", 502: "Bad Gateway"}  # fmt: skip
     body = (text + "\n").encode("utf-8")
     return (
-        f"HTTP/1.1 {status} {reasons[status]}\r\n"
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
         "Content-Type: text/plain; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     ).encode("ascii") + body
-
-
-@dataclass
-class _Counts:
-    up: int = 0
-    down: int = 0
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 class EgressProxy:
@@ -217,16 +209,10 @@ class EgressProxy:
         self.head_timeout = head_timeout
         self.refused: list[Attempt] = []
         self.failed: list[Attempt] = []
-        self._counts = _Counts()
+        self.bytes_up = 0
+        self.bytes_down = 0
+        self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
-
-    @property
-    def bytes_up(self) -> int:
-        return self._counts.up
-
-    @property
-    def bytes_down(self) -> int:
-        return self._counts.down
 
     async def __aenter__(self) -> Self:
         self._server = await asyncio.start_unix_server(
@@ -244,7 +230,7 @@ class EgressProxy:
     ) -> None:
         if self._server is not None:
             self._server.close()
-        tasks = list(self._counts.tasks)
+        tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -257,14 +243,14 @@ class EgressProxy:
         # start_server runs each client in a task of its own: __aexit__ cancels them.
         task = asyncio.current_task()
         if task is not None:
-            self._counts.tasks.add(task)
+            self._tasks.add(task)
         try:
             await self._serve(reader, writer)
         except (ConnectionError, BrokenPipeError):
             pass  # the client went away; nothing to answer
         finally:
             if task is not None:
-                self._counts.tasks.discard(task)
+                self._tasks.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -303,9 +289,9 @@ class EgressProxy:
                 await writer.drain()
             else:
                 up_writer.write(head.forward)
-                self._counts.up += len(head.forward)
+                self.bytes_up += len(head.forward)
             heads = head.method != "CONNECT"
-            await _splice(reader, writer, up_reader, up_writer, self._counts, heads=heads)
+            await _splice(reader, writer, up_reader, up_writer, self, heads=heads)
         finally:
             up_writer.close()
             with contextlib.suppress(Exception):
@@ -332,7 +318,7 @@ async def _splice(
     writer: asyncio.StreamWriter,
     up_reader: asyncio.StreamReader,
     up_writer: asyncio.StreamWriter,
-    counts: _Counts,
+    proxy: EgressProxy,
     *,
     heads: bool,
 ) -> None:
@@ -343,13 +329,13 @@ async def _splice(
 
     async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter, up: bool) -> None:
         if heads and not up:
-            await _pass_heads(source, sink, counts)
+            await _pass_heads(source, sink, proxy)
         while chunk := await source.read(CHUNK):
             sink.write(chunk)
             if up:
-                counts.up += len(chunk)
+                proxy.bytes_up += len(chunk)
             else:
-                counts.down += len(chunk)
+                proxy.bytes_down += len(chunk)
             await sink.drain()
         # Pass the half-close on: the other side may still be answering.
         if sink.can_write_eof():
@@ -370,7 +356,7 @@ async def _splice(
 
 
 async def _pass_heads(
-    source: asyncio.StreamReader, sink: asyncio.StreamWriter, counts: _Counts
+    source: asyncio.StreamReader, sink: asyncio.StreamWriter, proxy: EgressProxy
 ) -> None:
     """Pass on the upstream's answer heads, the final one saying `Connection: close`.
 
@@ -394,7 +380,7 @@ async def _pass_heads(
                     if line.partition(b":")[0].strip().lower() not in _DROPPED_ANSWER]  # fmt: skip
             head = b"\r\n".join([lines[0], *kept, b"Connection: close"]) + b"\r\n\r\n"
         sink.write(head)
-        counts.down += len(head)
+        proxy.bytes_down += len(head)
         await sink.drain()
         if not interim:
             return
