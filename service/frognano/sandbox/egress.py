@@ -246,8 +246,10 @@ class EgressProxy:
             self._tasks.add(task)
         try:
             await self._serve(reader, writer)
-        except (ConnectionError, BrokenPipeError):
-            pass  # the client went away; nothing to answer
+        except (ConnectionError, asyncio.CancelledError):
+            # The client went away, or __aexit__ cancelled this task, which nothing awaits but
+            # asyncio's own callback (3.12.1's raises on a cancelled task): end here, quietly.
+            pass
         finally:
             if task is not None:
                 self._tasks.discard(task)
