@@ -319,37 +319,23 @@ async def test_exit_ends_open_tunnels_and_removes_the_socket(
     assert not sock.exists()
 
 
+def run_relay(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(RELAY), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+
+
 def test_relay_reports_a_taken_port_and_bad_usage(sock: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        run = subprocess.run(
-            [sys.executable, str(RELAY), str(port), str(sock)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    assert run.returncode == 1
-    assert run.stdout == ""
+        run = run_relay(str(port), str(sock))
+    assert (run.returncode, run.stdout) == (1, "")
     assert f"egress relay: cannot listen on 127.0.0.1:{port}: " in run.stderr
-    usage = subprocess.run(
-        [sys.executable, str(RELAY), "http"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    usage = run_relay("http")
     assert usage.returncode == 2
     assert "usage: egress_relay.py PORT SOCKET_PATH" in usage.stderr
-    long = subprocess.run(
-        [sys.executable, str(RELAY), "0", "/tmp/" + "s" * 110],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    long = run_relay("0", "/tmp/" + "s" * 110)
     assert long.returncode == 2
     assert "the socket path is over 107 bytes" in long.stderr
 
