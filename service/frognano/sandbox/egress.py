@@ -95,8 +95,8 @@ def relay_source() -> bytes:
     return resources.files("frognano.sandbox").joinpath("egress_relay.py").read_bytes()
 
 
-class BadRequest(Exception):
-    """The request head is not one this proxy serves; the message is the answer's text."""
+class BadRequest(ValueError):
+    """A request head this proxy does not serve; never leaves it: it becomes the answer."""
 
     def __init__(self, status: int, text: str) -> None:
         super().__init__(text)
@@ -265,7 +265,8 @@ class EgressProxy:
         except BadRequest as error:
             return await _refuse(reader, writer, error.status, str(error))
         except asyncio.LimitOverrunError:
-            return await _refuse(reader, writer, 431, f"the request head is over {HEAD_LIMIT}")
+            text = f"the request head is over {HEAD_LIMIT} bytes"
+            return await _refuse(reader, writer, 431, text)
         except asyncio.IncompleteReadError:
             return None  # closed before a whole head: nobody to answer
         except TimeoutError:
