@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,16 @@ import pytest
 from tests.cli.test_solve import TESTS, git, solve_argv
 from tests.cli.test_solve import environment as solve_environment
 from tests.fakes.model_server import ScriptedModelServer, Turn
-from tests.packageindex import PYTEST_WHEELS, WHEEL_CACHE, PackageIndex, build_wheel
-from tests.packageindex import download_wheels
+from tests.packageindex import (
+    PYTEST_WHEELS,
+    WHEEL_CACHE,
+    PackageIndex,
+    build_wheel,
+    download_wheels,
+)
 
 BUILD_WHEELS = ("setuptools==75.8.0",)
-TOKEN = "fn-index-token-7f3a9c1e5b"  # noqa: S105 - a test value, searched for below
+TOKEN = "fn-index-token-7f3a9c1e5b"
 MATHHELP = "def total(xs):\n    return sum(xs)\n"
 BUGGY = "from mathhelp import total\n\n\ndef mean(xs):\n    return total(xs) / len(xs)\n"
 PYPROJECT = """\
@@ -108,6 +112,7 @@ def fix_turns(index: PackageIndex) -> list[Turn]:
     probe = f"python - {index.host} {index.port} {TOKEN} <<'EOF'\n{PROBE}EOF"
     return [
         Turn(calls=[("Bash", {"command": probe, "timeout": 60000})]),
+        Turn(calls=[("Read", {"file_path": "/workspace/calc.py"})]),
         Turn(calls=[("Edit", {
             "file_path": "/workspace/calc.py",
             "old_string": "    return total(xs) / len(xs)\n",
@@ -119,7 +124,7 @@ def fix_turns(index: PackageIndex) -> list[Turn]:
     ]  # fmt: skip
 
 
-def solve(
+def solve(  # noqa: PLR0917 - the test's own helper, called positionally throughout
     repo: Path, tmp_path: Path, index: PackageIndex, turns: list[Turn], cache: Path, name: str
 ) -> tuple[subprocess.CompletedProcess[str], Path, ScriptedModelServer]:
     issue = tmp_path / "ISSUE.md"
@@ -139,6 +144,13 @@ def solve(
     return done, out, server
 
 
+def tool_results(out: Path) -> list[str]:
+    """What each tool call of the run returned, in order."""
+    lines = (out / "trajectory.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    return [str(event["result"]) for event in events if event.get("event") == "tool"]
+
+
 def report(out: Path) -> dict[str, Any]:
     found: dict[str, Any] = json.loads((out / "report.json").read_text())
     return found
@@ -155,12 +167,12 @@ def test_a_repository_with_real_dependencies_is_fixed_and_verified_then_reused(
     assert env["cache_hit"] is False
     assert env["commands"] == ["python -m pip install -e '.[test]'"]
     assert first["verification"]["held"] is True
-    trajectory = (out / "trajectory.jsonl").read_text()
-    assert "NET-BLOCKED" in trajectory and "NET-REACHED" not in trajectory
-    assert "TOKEN-ABSENT" in trajectory and "TOKEN-SEEN" not in trajectory
-    assert "2 passed" in trajectory or "1 passed" in trajectory
+    probed, _, _, tested = tool_results(out)[:4]
+    assert probed.split() == ["NET-BLOCKED", "TOKEN-ABSENT"], probed
+    assert "2 passed" in tested
     fetched = index.log()
-    assert "/index/fn-mathhelp/" in fetched and "/index/pytest/" in fetched
+    assert "/index/fn-mathhelp/" in fetched
+    assert "/index/pytest/" in fetched
 
     before = index.log()
     again, out2, _ = solve(repo, tmp_path, index, fix_turns(index), cache, "second")
@@ -249,3 +261,80 @@ def test_a_failing_install_names_the_command_and_the_package(
     assert "python -m pip install -e '.[test]'" in error
     assert "fn-absent-package" in error
     assert server.requests == []
+
+
+SNEAKY_SETUP = """\
+import os, socket, urllib.request
+from setuptools import setup
+
+results = []
+def attempt(name, action):
+    try:
+        action()
+        results.append(name + " REACHED")
+    except Exception as exc:
+        results.append(name + " failed: " + type(exc).__name__)
+
+attempt("host-loopback", lambda: socket.create_connection(("127.0.0.1", {port}), 3).close())
+attempt("proxy-port", lambda: urllib.request.urlopen("http://127.0.0.1:{port}/", timeout=5))
+attempt("via-proxy-other-host", lambda: urllib.request.urlopen("https://evil.example/", timeout=5))
+attempt("outside-ip", lambda: socket.create_connection(("1.1.1.1", 80), 3).close())
+attempt("a-name", lambda: socket.getaddrinfo("pypi.org", 443))
+attempt("metadata", lambda: socket.create_connection(("169.254.169.254", 80), 3).close())
+with open("/environment/probe.txt", "w") as handle:
+    handle.write("\\n".join(results) + "\\n")
+{leak}
+setup()
+"""
+
+
+def _listener() -> tuple[Any, int]:
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    server.setblocking(False)
+    return server, server.getsockname()[1]
+
+
+def test_the_build_reaches_the_index_and_nothing_else_and_says_what_it_tried(
+    tmp_path: Path, index: PackageIndex
+) -> None:
+    server, port = _listener()
+    try:
+        setup = SNEAKY_SETUP.format(port=port, leak="")
+        repo = make_repo(tmp_path / "project", {"setup.py": setup})
+        cache = tmp_path / "envcache"
+        done = subprocess.run(
+            [sys.executable, "-m", "frognano", "env", "build", str(repo), "--index-url",
+             index.url],
+            env=env_for(None, tmp_path, cache),
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nothing from the sandbox ever reached the host's loopback
+    finally:
+        server.close()
+    probes = next(cache.glob("*/probe.txt")).read_text().splitlines()
+    assert all("failed" in line for line in probes), probes
+    assert len(probes) == 6
+    assert f"refused: the build tried to reach 127.0.0.1:{port} (GET)" in done.stdout
+    assert "refused: the build tried to reach evil.example:443 (CONNECT)" in done.stdout
+
+
+def test_a_build_that_copies_the_index_token_into_the_environment_is_refused(
+    tmp_path: Path, index: PackageIndex
+) -> None:
+    leak = "open('/environment/leak.txt', 'w').write(os.environ.get('PIP_INDEX_URL', 'none'))"
+    repo = make_repo(tmp_path / "project", {"setup.py": SNEAKY_SETUP.format(port=9, leak=leak)})
+    cache = tmp_path / "envcache"
+    env = env_for(None, tmp_path, cache)
+    env["FROGNANO_INDEX_TOKEN"] = TOKEN
+    done = subprocess.run(
+        [sys.executable, "-m", "frognano", "env", "build", str(repo), "--index-url", index.url],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the index token was written into the environment (leak.txt)" in done.stderr
+    assert not list(cache.glob("*.json")), "the leaking environment was kept"
+    assert TOKEN not in done.stdout + done.stderr

@@ -104,8 +104,14 @@ def build_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         out.print(f"  {printable(command)}", highlight=False, markup=False)
     for note in used.notes:
         out.print(f"  note: {printable(note)}", highlight=False, markup=False)
+    for tried in used.refused:
+        out.print(
+            f"  refused: the build tried to reach {printable(tried)}, not an approved host",
+            highlight=False,
+            markup=False,
+        )
     how = "cache hit (no install ran)" if used.hit else "built now"
-    out.print(f"Environment key: {used.key}", highlight=False)
+    out.print(f"Environment key: {used.key}", highlight=False, soft_wrap=True)
     out.print(
         f"{how}; {seconds:.1f} s in all; the build took {used.build_seconds:.1f} s; "
         f"{used.size_bytes / 2**20:.1f} MiB in {settings.environment_cache_dir()}",

@@ -96,6 +96,9 @@ class EnvironmentRecord(TypedDict):
     detected: bool
     """True: detected from the repository's files; False: the policy's environment.install."""
     notes: list[str]
+    refused: list[str]
+    """`host:port (how)` of each connection the build tried besides the approved hosts; the
+    proxy refused them. Empty on a cache hit (the build that made it said so then)."""
 
 
 class SandboxRecord(TypedDict):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from frognano import __version__
 from frognano.policy.gate.findings import Finding
-from frognano.run.environment.record import environment_md
+from frognano.run.environment.record import environment_md, sandbox_record
 from frognano.run.evidence import Comparison
 from frognano.run.inputs import hidden_md, hidden_records, left_out_md
 from frognano.run.instructions import instructions_line
@@ -83,12 +83,7 @@ def build_report(
         "format_reminders": stats.format_reminders if stats else 0,
         "compactions": stats.compactions if stats else 0,
         "durations": durations,
-        "sandbox": {
-            "backend": job.backend,
-            "mechanism": run.mechanism,
-            "host_paths": [{"path": p, "placeholder": n} for p, n in run.host_paths.pairs],
-            **({"environment": run.environment.record()} if run.environment else {}),
-        },
+        "sandbox": sandbox_record(job.backend, run.mechanism, run.host_paths, run.environment),
         "base_commit": run.base_commit,
         "left_out_links": [link.record() for link in job.left_out_links],
         "hidden_input": hidden_records(run.hidden),

@@ -9,7 +9,7 @@ import re
 import tempfile
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from frognano.errors import EnvironmentBuildError
@@ -85,14 +85,25 @@ def index_with_token(url: str, token: str | None) -> str:
     return parts._replace(netloc=f"__token__:{secret}@{parts.netloc}").geturl()
 
 
+@dataclass
+class BuildLog:
+    """What a build did: its commands, and what it tried to reach besides the index."""
+
+    steps: list[InstallStep] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    """`host:port (how)` of each connection the proxy refused: not an approved host."""
+
+
 async def build_into(
     staging: Path,
     request: BuildRequest,
     options: SandboxOptions,
     create: Callable[[SandboxOptions], Awaitable[Sandbox]],
-) -> list[InstallStep]:
+    log: BuildLog,
+) -> None:
     """Create a virtual environment in `staging` (bound at ENVIRONMENT) and run the install
-    commands there; EnvironmentBuildError with the log's tail on the first failure."""
+    commands there, noting each in `log`; EnvironmentBuildError with the log's tail on the
+    first failure."""
     egress = Path(tempfile.mkdtemp(prefix="frognano-egress-"))
     try:
         # A root-launched sandbox runs as another uid, which must reach the socket.
@@ -106,12 +117,17 @@ async def build_into(
                 egress=egress,
                 tool_files=(*options.tool_files, (RELAY_FILE, relay_source())),
             )
-            async with await create(build_options) as box:
-                await box.upload_tree(request.repo_dir, exclude=request.exclude)
-                steps = [await _create_venv(box)]
-                secret = index_with_token(request.index_url, request.token).encode() + b"\n"
-                for command in request.commands:
-                    steps.append(await _install(box, command, secret, request.timeout, proxy))
+            try:
+                async with await create(build_options) as box:
+                    await box.upload_tree(request.repo_dir, exclude=request.exclude)
+                    log.steps.append(await _create_venv(box))
+                    secret = index_with_token(request.index_url, request.token).encode() + b"\n"
+                    for command in request.commands:
+                        log.steps.append(
+                            await _install(box, command, secret, request.timeout, proxy)
+                        )
+            finally:
+                log.refused += [f"{a.host}:{a.port} ({a.what})" for a in proxy.refused]
     finally:
         _remove_egress(egress)
     if request.token:
@@ -122,7 +138,6 @@ async def build_into(
                 "because the agent's and verification sandboxes would see it. Something the "
                 "install ran copied it: check the repository's build code"
             )
-    return steps
 
 
 async def _create_venv(box: Sandbox) -> InstallStep:

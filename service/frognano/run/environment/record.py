@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from frognano.run.environment.build import InstallStep
 from frognano.run.report import EnvironmentRecord, SandboxRecord
+from frognano.sandbox.hostpaths import HostPaths
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class EnvironmentUse:
     """Whether the commands were detected from the repository (else the policy's install)."""
     notes: tuple[str, ...]
     steps: tuple[InstallStep, ...] = ()
+    refused: tuple[str, ...] = ()
+    """What this run's build tried to reach besides the approved hosts (refused)."""
 
     def record(self) -> EnvironmentRecord:
         return {
@@ -36,6 +39,7 @@ class EnvironmentUse:
             "commands": list(self.commands),
             "detected": self.detected,
             "notes": list(self.notes),
+            "refused": list(self.refused),
         }
 
 
@@ -51,7 +55,25 @@ def environment_md(sandbox: SandboxRecord) -> list[str]:
     )
     source = "detected from the repository" if env["detected"] else "the policy's install"
     commands = ", ".join(f"`{c}`" for c in env["commands"]) or "none"
-    return [
+    lines = [
         f"- Environment: `{env['key'][:12]}` {how} through {env['index_url']}; "
         f"commands ({source}): {commands}"
     ]
+    if env["refused"]:
+        tried = ", ".join(f"`{item}`" for item in env["refused"])
+        lines.append(f"- The environment's build tried to reach other hosts (refused): {tried}")
+    return lines
+
+
+def sandbox_record(
+    backend: str, mechanism: str | None, host_paths: HostPaths, environment: EnvironmentUse | None
+) -> SandboxRecord:
+    """report.json's `sandbox`: the backend, the host folders shown, the environment used."""
+    record: SandboxRecord = {
+        "backend": backend,
+        "mechanism": mechanism,
+        "host_paths": [{"path": p, "placeholder": n} for p, n in host_paths.pairs],
+    }
+    if environment is not None:
+        record["environment"] = environment.record()
+    return record

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from frognano.errors import ConfigError, EnvironmentBuildError
 from frognano.policy.models import EnvironmentPolicy
-from frognano.run.environment.build import BuildRequest, InstallStep, build_into
+from frognano.run.environment.build import BuildLog, BuildRequest, build_into
 from frognano.run.environment.cache import EnvironmentCache
 from frognano.run.environment.detect import detect
 from frognano.run.environment.key import environment_key, interpreter_identity
@@ -129,7 +129,7 @@ async def use_environment(
         interpreter=interpreter,
         image=request.image,
     )
-    steps: list[InstallStep] = []
+    log = BuildLog()
     build = BuildRequest(
         repo_dir=request.repo_dir,
         exclude=request.exclude,
@@ -141,7 +141,7 @@ async def use_environment(
     )
 
     async def builder(staging: Path) -> None:
-        steps.extend(await build_into(staging, build, options, create))
+        await build_into(staging, build, options, create, log)
 
     found = await stack.enter_async_context(port.cache.use(key, builder))
     record = EnvironmentUse(
@@ -154,6 +154,7 @@ async def use_environment(
         commands=plan.commands,
         detected=plan.detected,
         notes=plan.notes,
-        steps=tuple(steps),
+        steps=tuple(log.steps),
+        refused=tuple(log.refused),
     )
     return dataclasses.replace(options, environment=found.path), record
