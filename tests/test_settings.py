@@ -42,6 +42,9 @@ VALUES: dict[str, tuple[str, object]] = {
     "PYTHON_ENV": ("/opt/venv", Path("/opt/venv")),
     "LOCAL_SANDBOX_MECHANISM": ("bwrap", "bwrap"),
     "BASELINE_CACHE": ("/var/cache/frognano", "/var/cache/frognano"),
+    "ENVIRONMENT_CACHE": ("/var/cache/frognano/envs", "/var/cache/frognano/envs"),
+    "ENVIRONMENT_CACHE_MAX_BYTES": ("1073741824", 1073741824),
+    "INDEX_TOKEN": ("idx-token", "idx-token"),
 }
 
 

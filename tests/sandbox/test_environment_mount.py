@@ -18,7 +18,7 @@ from tests.conftest import options_for
 @pytest.fixture
 def environment() -> Iterator[Path]:
     # Under /tmp with searchable parents: root's bwrap mechanism runs as another uid.
-    folder = Path(tempfile.mkdtemp(prefix="fn-env-", dir="/tmp"))  # noqa: S108
+    folder = Path(tempfile.mkdtemp(prefix="fn-env-", dir="/tmp"))
     folder.chmod(0o755)
     (folder / "bin").mkdir()
     tool = folder / "bin" / "envtool"
@@ -60,7 +60,7 @@ async def test_only_the_building_sandbox_may_write_the_environment(
 
 
 async def test_the_egress_folder_is_bound_read_only_where_given(mechanism: str) -> None:
-    folder = Path(tempfile.mkdtemp(prefix="fn-egress-", dir="/tmp"))  # noqa: S108
+    folder = Path(tempfile.mkdtemp(prefix="fn-egress-", dir="/tmp"))
     try:
         folder.chmod(0o755)
         (folder / "note").write_text("hello")

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import multiprocessing
 import os
+from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 import pytest
@@ -59,10 +60,11 @@ async def test_a_failed_build_leaves_nothing_to_reuse(tmp_path: Path) -> None:
 async def test_concurrent_runs_in_one_process_build_once(tmp_path: Path) -> None:
     cache = EnvironmentCache(tmp_path / "envs", max_bytes=1 << 30)
     calls: list[Path] = []
-    release = asyncio.Event()
+    building, release = asyncio.Event(), asyncio.Event()
 
     async def slow(staging: Path) -> None:
         calls.append(staging)
+        building.set()
         await release.wait()
         (staging / "payload").write_bytes(b"built")
 
@@ -72,21 +74,21 @@ async def test_concurrent_runs_in_one_process_build_once(tmp_path: Path) -> None
 
     first = asyncio.create_task(run())
     second = asyncio.create_task(run())
-    while not calls:  # the first run is inside its build, holding the build lock
-        await asyncio.sleep(0)
+    await building.wait()  # one run is inside its build, holding the build lock
     release.set()
     hits = sorted(await asyncio.gather(first, second))
     assert hits == [False, True]
     assert len(calls) == 1
 
 
-def _build_in_another_process(root: str, key: str, started: str, go: str, out: str) -> None:
+def _build_in_another_process(
+    root: str, key: str, started: EventType, go: EventType, out: str
+) -> None:
     cache = EnvironmentCache(Path(root), max_bytes=1 << 30)
 
     async def build(staging: Path) -> None:
-        Path(started).touch()
-        while not Path(go).exists():  # the parent says when to finish
-            await asyncio.sleep(0.01)
+        started.set()
+        await asyncio.to_thread(go.wait, 60)  # the parent says when to finish
         (staging / "payload").write_text(str(os.getpid()))
 
     async def main() -> None:
@@ -100,26 +102,23 @@ async def test_two_processes_build_once(tmp_path: Path) -> None:
     root = tmp_path / "envs"
     key = _key("shared")
     ctx = multiprocessing.get_context("spawn")
-    started, go = tmp_path / "started", tmp_path / "go"
+    started, started_again, go = ctx.Event(), ctx.Event(), ctx.Event()
     outs = [tmp_path / "out1", tmp_path / "out2"]
     first = ctx.Process(
-        target=_build_in_another_process,
-        args=(str(root), key, str(started), str(go), str(outs[0])),
+        target=_build_in_another_process, args=(str(root), key, started, go, str(outs[0]))
     )
     first.start()
-    while not started.exists():
-        await asyncio.sleep(0.01)
+    assert await asyncio.to_thread(started.wait, 60)  # the first holds the build lock now
     second = ctx.Process(
-        target=_build_in_another_process,
-        args=(str(root), key, str(tmp_path / "started2"), str(go), str(outs[1])),
+        target=_build_in_another_process, args=(str(root), key, started_again, go, str(outs[1]))
     )
     second.start()
-    go.touch()
+    go.set()
     for process in (first, second):
         await asyncio.to_thread(process.join, 60)
         assert process.exitcode == 0
     assert sorted(out.read_text() for out in outs) == ["built", "hit"]
-    assert not (tmp_path / "started2").exists(), "the second process built too"
+    assert not started_again.is_set(), "the second process built too"
 
 
 async def test_eviction_deletes_the_least_recently_used_first_but_never_one_in_use(

@@ -83,7 +83,7 @@ def test_options_are_pips(line: str) -> None:
     defaults = parser.get_default_values()
     defaults.index_url = None  # only what the line sets, not pip's default index
     options, _ = parser.parse_args(shlex.split(rest), defaults)
-    pips = []
+    pips: list[tuple[str, object]] = []
     for destination, name in DESTINATIONS.items():
         value = getattr(options, destination, None)
         values = value if isinstance(value, list) else [] if value is None else [value]
