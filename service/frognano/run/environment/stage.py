@@ -70,7 +70,7 @@ def plan_install(repo_dir: Path, policy: EnvironmentPolicy) -> Plan:
             "the repository's dependency files point the install somewhere other than the "
             f"approved package index, so no environment was built:\n{shown}{extra}\n"
             "Only the policy (environment.index_url, environment.extra_urls) may name where "
-            "packages come from."
+            "packages come from"
         )
     if policy.install is not None:
         return Plan(tuple(policy.install), False, found.key_files, found.notes)
