@@ -12,7 +12,8 @@ from frognano.app.events.decisions import IssueRef, RunRequest
 from tests.app import test_worker
 from tests.app.test_worker import World
 from tests.cli import test_solve_environment
-from tests.cli.test_solve_environment import BUGGY, PYPROJECT, TESTS
+from tests.cli.test_solve import TESTS
+from tests.cli.test_solve_environment import BUGGY, PYPROJECT
 from tests.fakes.model_server import ScriptedModelServer, Turn
 from tests.gfm import live
 from tests.packageindex import PackageIndex
