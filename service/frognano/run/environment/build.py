@@ -104,7 +104,9 @@ async def build_into(
     """Create a virtual environment in `staging` (bound at ENVIRONMENT) and run the install
     commands there, noting each in `log`; EnvironmentBuildError with the log's tail on the
     first failure."""
-    egress = Path(tempfile.mkdtemp(prefix="frognano-egress-"))
+    # In /tmp, whatever TMPDIR says: a Unix socket's path must fit in 107 bytes, and a sandbox
+    # of another uid must be able to reach it (its parent folders searchable by anyone).
+    egress = Path(tempfile.mkdtemp(prefix="fn-egress-", dir="/tmp"))
     try:
         # A root-launched sandbox runs as another uid, which must reach the socket.
         os.chmod(egress, 0o755)  # noqa: S103 - the folder holds nothing but that socket
