@@ -14,6 +14,7 @@ from frognano.log import get_logger
 from frognano.policy.issues import PolicyError, PolicyIssue
 from frognano.policy.loader import load_policies
 from frognano.policy.merge import PolicySet
+from frognano.policy.order import name_warnings
 
 __all__ = ["PolicyStore"]
 
@@ -49,7 +50,15 @@ def _fingerprint(directory: Path) -> Fingerprint:
 
 
 def _log_warnings(policies: PolicySet) -> None:
-    """One `policy.drops_entries` warning event for a set that took effect, if it has any."""
+    """One `policy.file_names` and one `policy.drops_entries` warning event for a set that
+    took effect, each if it has any."""
+    names = name_warnings(policies.files)
+    if names:
+        log.warning(
+            "policy.file_names",
+            directory=str(policies.directory),
+            warnings=[str(warning) for warning in names],
+        )
     warnings = policies.warnings()
     if warnings:
         log.warning(
