@@ -11,6 +11,7 @@ from frognano.policy.issues import PolicyIssue
 from frognano.policy.loader import load_policies
 from frognano.policy.store import InForce
 from tests.app import test_worker
+from tests.app.test_followup_job import command, doc_turns, first_run
 from tests.app.test_worker import FIX, REPO, World
 from tests.fakes.model_server import ScriptedModelServer
 from tests.gfm import live
@@ -70,6 +71,21 @@ async def test_a_run_on_a_policy_that_loads_has_no_note(world: World) -> None:
     versions = _status_versions(world)
     assert versions
     assert not any("policy files currently fail" in body for body in versions)
+
+
+async def test_a_follow_up_on_the_last_good_policy_says_so_too(world: World) -> None:
+    with ScriptedModelServer(FIX + doc_turns()) as model:
+        world.deps.settings = world.deps.settings.model_copy(
+            update={"model_base_url": model.base_url}
+        )
+        pull = await first_run(world)
+        (world.deps.settings.policy_dir / "50-team.yaml").write_text(BROKEN)
+        assert world.deps.policies.reload() is False
+        await command(world, pull, "/frognano please document mean()")
+        await world.work()
+    (status,) = world.fake.repo(REPO).comments(7)
+    assert "**FrogNano added a commit to its pull request**" in status["body"]
+    assert "**Note: the policy files currently fail to load** (`50-team.yaml:3:" in status["body"]
 
 
 def _standing(directory: Path, *errors: PolicyIssue) -> InForce:
