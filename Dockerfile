@@ -78,7 +78,7 @@ RUN groupadd --gid 10001 frognano \
 COPY --from=builder /opt/frognano /opt/frognano
 # The shipped default policy, where FROGNANO_POLICY_DIR points. The chart mounts its policy
 # ConfigMap (the same file as 00-default.yaml, plus yours) over this folder.
-COPY --chmod=0644 policies/default.yaml /etc/frognano/policies/00-default.yaml
+COPY --chmod=0644 policies/00-default.yaml /etc/frognano/policies/00-default.yaml
 
 # Every FROGNANO_* variable must be a setting (docs/configuration.md): FrogNano refuses to
 # start on an unknown one. The paths are the ones the chart mounts; JSON logs suit a log

@@ -34,7 +34,7 @@ SANDBOX_DOCKERFILE = ROOT / "deploy" / "sandbox" / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 DOCS = ROOT / "docs" / "sandbox-image.md"
 CHART = ROOT / "charts" / "frognano"
-DEFAULT_POLICY = "policies/default.yaml"
+DEFAULT_POLICY = "policies/00-default.yaml"
 
 # The final stage must come from a slim Debian 12 Python image, by tag and optionally digest.
 PINNED_SLIM = re.compile(r"python:3\.\d+-slim-bookworm(@sha256:[0-9a-f]{64})?")

@@ -136,7 +136,7 @@ async def test_a_second_command_during_a_follow_up_runs_after_it(world: World) -
 
 async def test_a_readers_command_and_the_cap_reached(world: World) -> None:
     repo = world.fake.repo(REPO)
-    policy = world.deps.settings.policy_dir / "default.yaml"
+    policy = world.deps.settings.policy_dir / "00-default.yaml"
     policy.write_text("version: 1\ndefaults:\n  publish: {max_followups: 1}\n")
     world.deps.policies.reload()
     with ScriptedModelServer(FIX + doc_turns()) as model:

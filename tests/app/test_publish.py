@@ -186,7 +186,7 @@ def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
             "passed": True,
             "findings": [finding("warn", "large_file", "the file is large", "src/data.json")],
         },
-        "policy": {"source": "policies/default.yaml", "repo": REPO, "effective": {}},
+        "policy": {"source": "policies/00-default.yaml", "repo": REPO, "effective": {}},
         "instructions": {"policy_text_bytes": 0, "files": [ABSENT_AGENTS_MD]},
         "error": None,
     }

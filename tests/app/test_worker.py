@@ -158,7 +158,7 @@ def fake() -> Iterator[FakeGitHub]:
 async def world(fake: FakeGitHub, tmp_path: Path) -> AsyncIterator[World]:
     policies = tmp_path / "policies"
     policies.mkdir()
-    (policies / "default.yaml").write_text("version: 1\n")
+    (policies / "00-default.yaml").write_text("version: 1\n")
     prefix = f"fntest-{uuid.uuid4().hex[:8]}:"
     settings = Settings(
         webhook_secret=SecretStr("s"),
@@ -269,7 +269,7 @@ async def test_a_run_that_starts_on_a_broken_policy_says_it_uses_the_last_good_o
     world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    policy = world.deps.settings.policy_dir / "default.yaml"
+    policy = world.deps.settings.policy_dir / "00-default.yaml"
     policy.write_text("version: 1\nbogus: 1\n")
     assert world.deps.policies.reload() is False
     with ScriptedModelServer([]) as model:
@@ -438,7 +438,7 @@ async def on_a_release_branch(world: World) -> str:
     """A human's `release/1.2` (main plus a RELEASE file), and a policy that allows
     `release/*` as a base; returns the branch's head."""
     fake = world.fake
-    policy = world.deps.settings.policy_dir / "default.yaml"
+    policy = world.deps.settings.policy_dir / "00-default.yaml"
     policy.write_text("version: 1\ndefaults:\n  publish: {base_branches: ['release/*']}\n")
     assert world.deps.policies.reload()
     transport = Transport(base_url=fake.base_url, seconds_between_requests=0,

@@ -467,7 +467,7 @@ def test_web_and_worker_commands(render: Render) -> None:
 
 
 def test_policy_configmap_ships_the_default_policy(render: Render) -> None:
-    shipped = (ROOT / "policies" / "default.yaml").read_text()
+    shipped = (ROOT / "policies" / "00-default.yaml").read_text()
     assert (CHART / "files" / "default-policy.yaml").read_text() == shipped
     configmap = _one(render(), "ConfigMap", "-policies")
     assert configmap["data"] == {"00-default.yaml": shipped}

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
 TEXT = " ".join(DOC.split())  # the prose with its line breaks folded
 CHART = yaml.safe_load((ROOT / "charts" / "frognano" / "values.yaml").read_text())
-POLICY = yaml.safe_load((ROOT / "policies" / "default.yaml").read_text())["defaults"]["sandbox"]
+POLICY = yaml.safe_load((ROOT / "policies" / "00-default.yaml").read_text())["defaults"]["sandbox"]
 SHARES = {"half": Fraction(1, 2), "a fifth": Fraction(1, 5)}
 KINDS = ("Cpu", "Memory", "EphemeralStorage")
 TIMES = "\N{MULTIPLICATION SIGN}"  # as the doc writes a product
@@ -63,7 +63,7 @@ def _policy_limits() -> list[Fraction]:
     assert found
     stated = [_quantity(found[i]) for i in (1, 2, 3)]
     actual = [_quantity(POLICY[k]) for k in ("cpu", "memory", "ephemeral_storage")]
-    assert stated == actual, "deploy.md's default policy limits differ from policies/default.yaml"
+    assert stated == actual, "deploy.md's default policy limits differ from 00-default.yaml"
     return actual
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import shlex
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -123,41 +125,76 @@ def test_a_missing_cache_report_only_warns() -> None:
     assert "Fix: start SGLang with --enable-cache-report" in done.stderr
 
 
+def one_line_failure(done: subprocess.CompletedProcess[str]) -> tuple[str, str]:
+    """The error line and the hint line of a check that stopped early: nothing else printed,
+    exit 1."""
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    error, hint = done.stderr.splitlines()
+    assert error.startswith("error: the model server is not ready for FrogNano: "), error
+    assert hint.startswith("hint: "), hint
+    return error, hint
+
+
 def test_wrong_model_name_lists_the_served_ones() -> None:
     with ScriptedModelServer([READ], model="qwen3.5-4b") as server:
         done = check(server)
         asked = server.request_count
         chosen = check(server, "--model", "qwen3.5-4b")
-    assert done.returncode == 1
-    assert rows(done.stdout)["model served"] == "FAIL"
-    assert rows(done.stdout)["chat completion"] == "skipped"
-    assert "the server serves 'qwen3.5-4b', not 'frognano'" in done.stderr
-    assert "set FROGNANO_MODEL_NAME to 'qwen3.5-4b'" in done.stderr
-    assert "--served-model-name frognano" in done.stderr
+    error, hint = one_line_failure(done)
+    assert "model served: the server serves 'qwen3.5-4b', not 'frognano'" in error
+    assert "set FROGNANO_MODEL_NAME to 'qwen3.5-4b'" in hint
+    assert "--served-model-name frognano" in hint
     assert asked == 0  # no completion is sent for a model that is not served
     assert chosen.returncode == 0, chosen.stderr
 
 
-def test_unreachable_endpoint_exits_1_with_a_readable_message() -> None:
+def test_unreachable_endpoint_exits_1_with_one_readable_line() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    done = frognano("model", "check", "--model-url", url)
-    assert done.returncode == 1
-    assert rows(done.stdout)["endpoint reachable"] == "FAIL"
-    assert f"no answer from {url}/models: cannot connect" in done.stderr
-    assert "Fix: start the model server (`frognano model serve`)" in done.stderr
-    assert "Traceback" not in done.stderr
+    error, hint = one_line_failure(frognano("model", "check", "--model-url", url))
+    assert f"endpoint reachable: no answer from {url}/models: cannot connect" in error
+    assert hint.startswith("hint: start the model server (`frognano model serve`)")
 
 
-def test_a_refused_completion_shows_the_servers_words() -> None:
+class _Garbage(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"<html>\n<h1>It works!</h1>\n</html>\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_server_that_answers_garbage_is_one_line() -> None:
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Garbage) as httpd:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        done = frognano("model", "check", "--model-url", url)
+        httpd.shutdown()
+    error, hint = one_line_failure(done)
+    assert f"endpoint reachable: {url}/models answered, but not with a model list" in error
+    assert "It works!" in error
+    assert "OpenAI-compatible server" in hint
+
+
+def test_a_refused_completion_shows_the_servers_words_in_one_line() -> None:
     with ScriptedModelServer([Turn(status=400)]) as server:
         done = check(server)
-    assert done.returncode == 1
-    assert rows(done.stdout)["chat completion"] == "FAIL"
-    assert rows(done.stdout)["tool calls parsed"] == "skipped"
-    assert "answered HTTP 400: scripted HTTP 400" in done.stderr
+    error, hint = one_line_failure(done)
+    assert "chat completion: " in error
+    assert "answered HTTP 400: scripted HTTP 400" in error
+    assert hint == "hint: see the model server's log"
+    with ScriptedModelServer([Turn(status=500, body=b"first line\nsecond line")]) as server:
+        error, _hint = one_line_failure(check(server))
+    assert error.endswith("answered HTTP 500: first line second line")
 
 
 @pytest.mark.parametrize("option", ["--model-url", "--base-url"])  # --base-url: hidden alias

@@ -45,7 +45,7 @@ def frognano_policy(*args: str, cwd: Path, env: dict[str, str]) -> Done:
 def make_policies(parent: Path, *, bad: bool = False) -> Path:
     directory = parent / "policies"
     directory.mkdir()
-    shutil.copy(ROOT / "policies" / "default.yaml", directory)
+    shutil.copy(ROOT / "policies" / "00-default.yaml", directory)
     (directory / "50-acme.yaml").write_text(
         "version: 1\n"
         "repos:\n"
@@ -76,8 +76,18 @@ repos:
 def make_dropping(parent: Path) -> Path:
     directory = parent / "policies"
     directory.mkdir()
-    shutil.copy(ROOT / "policies" / "default.yaml", directory / "00-default.yaml")
+    shutil.copy(ROOT / "policies" / "00-default.yaml", directory / "00-default.yaml")
     (directory / "50-a-team-with-a-long-file-name.yaml").write_text(DROPPING)
+    return parent
+
+
+def make_trap(parent: Path) -> Path:
+    """The trap: the shipped defaults under the name `default.yaml`, which sorts after an
+    admin's `50-strict.yaml` and so would take back what it changes."""
+    directory = parent / "policies"
+    directory.mkdir()
+    shutil.copy(ROOT / "policies" / "00-default.yaml", directory / "default.yaml")
+    (directory / "50-strict.yaml").write_text("version: 1\ndefaults:\n  agent: {max_steps: 40}\n")
     return parent
 
 
@@ -88,6 +98,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Done]:
     empty = tmp_path_factory.mktemp("empty")
     configured = {"FROGNANO_POLICY_DIR": "policies"}
     dropping = make_dropping(tmp_path_factory.mktemp("dropping"))
+    trap = make_trap(tmp_path_factory.mktemp("trap"))
     narrow = {**configured, "COLUMNS": "60"}
     platform = "acme/platform-with-a-long-name"
     invocations: dict[str, tuple[list[str], Path, dict[str, str]]] = {
@@ -105,6 +116,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Done]:
         "explain_extra": (["explain", "acme/web"], dropping, configured),
         "explain_changed": (["explain", platform, "--changed"], dropping, narrow),
         "explain_unchanged": (["explain", "acme/web", "--changed"], good, narrow),
+        "validate_trap": (["validate", "policies"], trap, {}),
+        "explain_trap": (["explain", "acme/api"], trap, configured),
     }
     with ThreadPoolExecutor(len(invocations)) as pool:
         futures = {
@@ -162,9 +175,9 @@ def test_explain_shows_values_and_sources(runs: dict[str, Done]) -> None:
     assert "make test" in row("verify.command")
     assert "policies/50-acme.yaml:7 (repos[1] match 'acme/api')" in row("verify.command")
     assert "150" in row("agent.max_steps")
-    default = (ROOT / "policies" / "default.yaml").read_text(encoding="utf-8").splitlines()
+    default = (ROOT / "policies" / "00-default.yaml").read_text(encoding="utf-8").splitlines()
     (line,) = [n for n, text in enumerate(default, 1) if text.strip().startswith("max_steps:")]
-    assert f"policies/default.yaml:{line} (defaults)" in row("agent.max_steps")
+    assert f"policies/00-default.yaml:{line} (defaults)" in row("agent.max_steps")
     assert '["frognano", "needs-human-review"]' in row("publish.labels")
     assert "built-in default" in row("enabled")
 
@@ -218,7 +231,7 @@ def test_explain_warns_and_shows_additions_with_their_line(runs: dict[str, Done]
     assert "warning: 1 list" in done.stderr
     good = runs["explain"]
     (row,) = [line for line in good.stdout.splitlines() if " gate.forbidden_paths " in line]
-    assert "policies/default.yaml" in row
+    assert "policies/00-default.yaml" in row
 
 
 def test_explain_changed_shows_only_changes_and_never_breaks_file_line(
@@ -262,3 +275,32 @@ def test_explain_shows_each_addition_with_its_line(runs: dict[str, Done]) -> Non
     (row,) = [line for line in lines if " gate.forbidden_paths " in line]
     assert "policies/00-default.yaml" in row
     assert "deploy" not in row
+
+
+TRAP_WARNING = (
+    "policies/default.yaml:1: warning: (file): the name does not start with two digits and a "
+    "dash (NN-name.yaml), so its place in the order is easy to misjudge: files apply in name "
+    "order and later ones win; it applies after 50-strict.yaml, so any key it sets overrides "
+    "theirs; rename it 00-default.yaml, so that it applies first"
+)
+
+
+def test_validate_warns_about_a_default_yaml_that_sorts_after_an_admin_file(
+    runs: dict[str, Done],
+) -> None:
+    done = runs["validate_trap"]
+    assert done.returncode == 0, done.stderr  # a warning, the files stay valid
+    assert done.stdout.splitlines() == [TRAP_WARNING, "2 files valid"]
+    assert "warning: 1 policy file does not follow the NN-name.yaml naming" in done.stderr
+    # What the warning is about: default.yaml really undoes 50-strict.yaml's max_steps.
+    explained = runs["explain_trap"]
+    assert explained.returncode == 0, explained.stderr
+    assert TRAP_WARNING in explained.stdout.splitlines()
+    (row,) = [line for line in explained.stdout.splitlines() if " agent.max_steps " in line]
+    assert "150" in row
+    assert "policies/default.yaml" in row
+
+
+def test_the_shipped_names_get_no_naming_warning(runs: dict[str, Done]) -> None:
+    for name in ("validate", "validate_dropping", "explain", "explain_extra"):
+        assert "NN-name" not in runs[name].stdout + runs[name].stderr, name

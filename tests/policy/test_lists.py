@@ -127,7 +127,7 @@ def test_an_adding_key_checks_its_globs_item_by_item(tmp_path: Path) -> None:
 
 
 def test_a_replacing_list_that_drops_entries_warns_with_its_line(tmp_path: Path) -> None:
-    shutil.copy(ROOT / "policies" / "default.yaml", tmp_path / "00-default.yaml")
+    shutil.copy(ROOT / "policies" / "00-default.yaml", tmp_path / "00-default.yaml")
     team = write(
         tmp_path,
         "50-team.yaml",
@@ -176,7 +176,7 @@ def test_a_rule_that_replaces_what_an_earlier_file_added_warns(tmp_path: Path) -
 
 
 def test_lists_that_keep_every_entry_do_not_warn(tmp_path: Path) -> None:
-    shutil.copy(ROOT / "policies" / "default.yaml", tmp_path / "default.yaml")
+    shutil.copy(ROOT / "policies" / "00-default.yaml", tmp_path / "default.yaml")
     write(
         tmp_path,
         "z.yaml",
@@ -190,7 +190,7 @@ def test_lists_that_keep_every_entry_do_not_warn(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("example", ["monorepo-rules.yaml", "strict-fintech.yaml"])
 def test_the_shipped_examples_add_and_drop_nothing(tmp_path: Path, example: str) -> None:
-    shutil.copy(ROOT / "policies" / "default.yaml", tmp_path / "00-default.yaml")
+    shutil.copy(ROOT / "policies" / "00-default.yaml", tmp_path / "00-default.yaml")
     shutil.copy(ROOT / "policies" / "examples" / example, tmp_path / "50-example.yaml")
     policies = load_policies(tmp_path)
     assert policies.warnings() == []

@@ -803,24 +803,24 @@ def test_checks_across_keys_point_at_the_key_that_broke_them(
 
 
 def test_shipped_default_yaml_sets_every_key_to_its_built_in_default(tmp_path: Path) -> None:
-    shutil.copy(ROOT / "policies" / "default.yaml", tmp_path)
+    shutil.copy(ROOT / "policies" / "00-default.yaml", tmp_path)
     policies = load_policies(tmp_path)
     assert policies.for_repo("any/repo") == EffectivePolicy()
     for origin in policies.explain("any/repo"):
         if origin.path != "enabled":  # rule-level only
-            assert origin.file == tmp_path / "default.yaml", origin
+            assert origin.file == tmp_path / "00-default.yaml", origin
 
 
 def test_shipped_policy_directory_loads() -> None:
     policies = load_policies(ROOT / "policies")
-    assert [path.name for path in policies.files] == ["default.yaml"]
+    assert [path.name for path in policies.files] == ["00-default.yaml"]
 
 
 @pytest.mark.parametrize(
     "example", sorted(path.name for path in (ROOT / "policies" / "examples").glob("*.yaml"))
 )
 def test_examples_are_valid_beside_the_default(tmp_path: Path, example: str) -> None:
-    shutil.copy(ROOT / "policies" / "default.yaml", tmp_path)
+    shutil.copy(ROOT / "policies" / "00-default.yaml", tmp_path)
     shutil.copy(ROOT / "policies" / "examples" / example, tmp_path / f"50-{example}")
     policies = load_policies(tmp_path)
     assert len(policies.files) == 2

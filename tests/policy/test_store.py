@@ -196,3 +196,18 @@ async def test_watch_reloads_on_change_until_cancelled(
         task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+def test_the_store_warns_at_load_about_a_file_name_without_nn(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "default.yaml").write_text("version: 1\n")
+    (tmp_path / "50-strict.yaml").write_text("version: 1\ndefaults:\n  agent: {max_steps: 40}\n")
+    with caplog.at_level(logging.WARNING, logger="frognano.policy.store"):
+        store = PolicyStore(tmp_path, registry=CollectorRegistry())
+        assert caplog.text.count("policy.file_names") == 1
+        assert f"{tmp_path / 'default.yaml'}:1: warning: (file): the name does not" in caplog.text
+        assert "it applies after 50-strict.yaml" in caplog.text
+        (tmp_path / "default.yaml").rename(tmp_path / "00-default.yaml")
+        assert store.reload() is True
+        assert caplog.text.count("policy.file_names") == 1  # the renamed set is quiet

@@ -81,12 +81,16 @@ class Attempt:
         repo_id: int,
         run_id: str,
         number: int,
+        note: str | None = None,
     ) -> Attempt:
         """The attempt, with the issue's status comment (found again by its marker) kept
-        current through `client`."""
+        current through `client`; `note` (Markdown, e.g. `policy_note`'s) under every text
+        it shows."""
         status = StatusComment(
             client, issue, status_marker(issue), queue=deps.queue, repo_id=repo_id, run_id=run_id
         )
+        if note is not None:
+            status.notes.append(note)
         return cls(deps, run_id, number, status)
 
     @property

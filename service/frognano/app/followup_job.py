@@ -38,6 +38,7 @@ from frognano.app.labelled import changed_notice, issue_texts
 from frognano.app.ledger import LabelledIssue
 from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
+from frognano.app.policy_note import policy_note
 from frognano.app.publish import write_verification_check
 from frognano.app.pull_history import PullHistory, read_history
 from frognano.app.review import Excluded, evaluate, review_marker
@@ -86,7 +87,8 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
             check = ReviewGateCheck(request.installation_id, request.repo, request.repo_id,
                                     request.pull_number, "", request.delivery_id)  # fmt: skip
             await review_gate(deps.app, check, deps.ledger)
-        policy = deps.policies.in_force().for_repo(request.repo)
+        standing = deps.policies.standing()
+        policy = standing.policies.for_repo(request.repo)
         if not policy.enabled:
             log.info("followup.disabled")
             return "disabled"
@@ -136,6 +138,7 @@ async def run_follow_up(  # noqa: PLR0911 - one return per rule
                 history=history,
                 labelled=texts.labelled,
                 attempt=attempt,
+                note=policy_note(standing),
             )
         finally:
             await deps.queue.pull_lock.release(request.repo_id, pull.number, job_id)
@@ -187,15 +190,16 @@ async def _run(
     history: PullHistory,
     labelled: LabelledIssue,
     attempt: int,
+    note: str | None,
 ) -> str:
-    """Step 4 above, holding the pull request."""
+    """Step 4 above, holding the pull request; `note` goes under the status comment."""
     run_id = new_run_id()
     if request.kind == "comment":  # a review itself has no reactions on GitHub
         await ack.react_to_comment(request.comment_id, "eyes")
     elif request.kind == "review_comment":
         await ack.react_to_review_comment(request.comment_id, "eyes")
     attempt_ = Attempt.on_issue(deps, ack, issue=labelled.issue, repo_id=request.repo_id,
-                                run_id=run_id, number=attempt)  # fmt: skip
+                                run_id=run_id, number=attempt, note=note)  # fmt: skip
     status = attempt_.status
     base_sha = history.ours[0].parent
     if base_sha is None:

@@ -24,6 +24,7 @@ from frognano.app.intake import IntakeQueue, Waiting
 from frognano.app.ledger import LabelledIssue
 from frognano.app.markdown import code
 from frognano.app.permissions import role_at_least
+from frognano.app.policy_note import policy_note
 from frognano.app.publish import PublishRequest, publish
 from frognano.app.status import (
     Cancelled,
@@ -75,7 +76,8 @@ async def run_issue(deps: RunDeps, request: RunRequest, *, run_id: str, attempt:
 
 
 async def _stages(run: _Run) -> str:  # noqa: PLR0911 - one return per outcome
-    policy = run.deps.policies.in_force().for_repo(run.request.issue.repo)
+    standing = run.deps.policies.standing()
+    policy = standing.policies.for_repo(run.request.issue.repo)
     if not policy.enabled:
         log.info("run.disabled")
         return "disabled"
@@ -87,7 +89,7 @@ async def _stages(run: _Run) -> str:  # noqa: PLR0911 - one return per outcome
     request = run.request
     labelled = LabelledIssue(request.issue.number, request.title, request.body, request.labeller)
     await run.deps.ledger.keep_issue(run.run_id, labelled)  # what every later round works from
-    attempt = await _acknowledge(run, ack)
+    attempt = await _acknowledge(run, ack, policy_note(standing))
     status = attempt.status
     try:
         async with _fetch(run) as base:
@@ -149,11 +151,12 @@ async def _authorise(run: _Run, policy: EffectivePolicy) -> RepoClient | None:
     return ack
 
 
-async def _acknowledge(run: _Run, ack: RepoClient) -> Attempt:
-    """👀 on the issue, and its status comment saying the run is queued."""
+async def _acknowledge(run: _Run, ack: RepoClient, note: str | None) -> Attempt:
+    """👀 on the issue, and its status comment saying the run is queued (with `note` under
+    it: the policy files fail to load)."""
     issue = run.request.issue
     attempt = Attempt.on_issue(run.deps, ack, issue=issue.number, repo_id=issue.repo_id,
-                               run_id=run.run_id, number=run.attempt)  # fmt: skip
+                               run_id=run.run_id, number=run.attempt, note=note)  # fmt: skip
     await ack.react(issue.number, "eyes")
     await attempt.status.say(Queued(run_id=run.run_id))
     return attempt

@@ -8,9 +8,10 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
@@ -19,6 +20,9 @@ from frognano.cli.common import run as _run
 from frognano.cli.style import typer_app
 from frognano.modelserver.sglang import SGLangOptions, conflicting_flags, launch_command
 from frognano.terminal import printable
+
+if TYPE_CHECKING:  # the verdicts import the agent's modules: a second, only for `check`
+    from frognano.modelserver.verdicts import Item
 
 __all__ = ["model_app"]
 
@@ -147,6 +151,18 @@ def serve_command(  # noqa: PLR0917 - typer maps each parameter to an option
         _fail(f"cannot start {python}: {exc.strerror}", 1)
 
 
+def _stopped_at(items: list[Item]) -> Item | None:
+    """The required check that failed and stopped the rest (every later one skipped), if any:
+    the server did not answer, answered something else than asked, or lacks the model."""
+    from frognano.modelserver.verdicts import Status  # noqa: PLC0415
+
+    for index, item in enumerate(items):
+        if item.status is Status.FAIL and item.required:
+            rest = items[index + 1 :]
+            return item if all(later.status is Status.SKIP for later in rest) else None
+    return None
+
+
 def _has_sglang(python: str) -> bool:
     if python == sys.executable:
         return importlib.util.find_spec("sglang") is not None
@@ -191,10 +207,11 @@ def check_command(  # noqa: PLR0917 - typer maps each parameter to an option
     on, and reports whether the tool call came back parsed (--tool-call-parser qwen3_coder),
     the reasoning separated (--reasoning-parser qwen3) and cached prompt tokens reported
     (--enable-cache-report; a warning only). The API key is FROGNANO_MODEL_API_KEY. Exits 0
-    when every required check passed, 1 otherwise, 2 for bad usage.
+    when every required check passed, 1 otherwise, 2 for bad usage. A failure that stops the
+    checks (no answer, an answer that is not what was asked, the model not served) is one
+    error line and one hint line, without the table.
     """
     from rich.table import Table  # noqa: PLC0415
-    from rich.text import Text  # noqa: PLC0415
 
     # Imported here: the openai client and the agent's modules take a second to import.
     from frognano.modelserver.check import check_server  # noqa: PLC0415
@@ -210,6 +227,23 @@ def check_command(  # noqa: PLR0917 - typer maps each parameter to an option
         _fail("--model must not be empty", 2)
     key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
     items = _run(check_server(Target(url, name, key), max_tokens=max_tokens, timeout=timeout))
+    stopped = _stopped_at(items)
+    if stopped is not None:
+        # Nothing after it was checked: a table of "skipped" rows would only hide the cause.
+        err = _console(stderr=True)
+        for label, style, text in (
+            ("error:", "bold red", f"the model server is not ready for FrogNano: "
+             f"{stopped.name}: {stopped.detail}"),
+            ("hint:", "bold", stopped.fix),
+        ):  # fmt: skip
+            if text:
+                # The server's words may span lines; the message stays one line.
+                err.print(
+                    Text.assemble((label, style), " ", printable(" ".join(text.split("\n")))),
+                    highlight=False,
+                    soft_wrap=True,
+                )
+        raise typer.Exit(1)
 
     shown = {
         Status.OK: "[green]ok[/]",

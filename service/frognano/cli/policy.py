@@ -20,6 +20,7 @@ from frognano.policy.issues import PolicyError, PolicyIssue
 from frognano.policy.loader import PolicySet, load_policies
 from frognano.policy.merge import Origin, check_repo_name
 from frognano.policy.models import EffectivePolicy
+from frognano.policy.order import name_warnings
 from frognano.settings import Settings
 from frognano.terminal import printable
 
@@ -72,20 +73,39 @@ def _print_issues(exc: PolicyError) -> None:
     sys.stdout.flush()
 
 
-def _print_warnings(warnings: list[PolicyIssue]) -> None:
-    """Each warning as one plain `FILE:LINE: warning: key: message` line, then a summary."""
-    if not warnings:
+def _print_warnings(warnings: list[PolicyIssue], names: list[PolicyIssue]) -> None:
+    """Each warning as one plain `FILE:LINE: warning: key: message` line (file names first:
+    the order they break explains the rest), then a summary of each kind."""
+    if not warnings and not names:
         return
-    sys.stdout.write("".join(f"{printable(str(warning))}\n" for warning in warnings))
+    found = [*names, *warnings]
+    sys.stdout.write("".join(f"{printable(str(warning))}\n" for warning in found))
     sys.stdout.flush()
-    count = len(warnings)
-    line = Text.assemble(
-        ("warning:", "bold yellow"),
-        f" {count} list{'s' if count != 1 else ''} of the policy files "
-        f"{'drop' if count != 1 else 'drops'} entries that "
-        "protect something (see above)",
-    )
-    _console(stderr=True).print(line, highlight=False, soft_wrap=True)
+    err = _console(stderr=True)
+    if names:
+        count = len(names)
+        err.print(
+            Text.assemble(
+                ("warning:", "bold yellow"),
+                f" {count} policy file{'s' if count != 1 else ''} "
+                f"{'do' if count != 1 else 'does'} not follow the NN-name.yaml naming, so "
+                "the order they apply in is easy to misjudge (see above)",
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
+    if warnings:
+        count = len(warnings)
+        err.print(
+            Text.assemble(
+                ("warning:", "bold yellow"),
+                f" {count} list{'s' if count != 1 else ''} of the policy files "
+                f"{'drop' if count != 1 else 'drops'} entries that "
+                "protect something (see above)",
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 PolicyDirArgument = Annotated[
@@ -117,13 +137,14 @@ def validate_command(
 
     Prints each problem as FILE:LINE: key: message and exits 1, or says how many files are
     valid and exits 0. A missing or empty directory exits 2. A list that replaces one of the
-    protective lists and drops entries is a warning (FILE:LINE: warning: ...), exit 0.
+    protective lists and drops entries, and a file whose name does not start with NN- (its
+    place in the order is easy to misjudge), are warnings (FILE:LINE: warning: ...), exit 0.
     """
     if directory is not None and policy_dir is not None and directory != policy_dir:
         _fail("give the policy directory once: as DIR or as --policy-dir", 2)
     where = directory or policy_dir or _settings(ctx).policy_dir
     policies = _load(where)
-    _print_warnings(policies.warnings())
+    _print_warnings(policies.warnings(), name_warnings(policies.files))
     count = len(policies.files)
     _console().print(f"{count} file{'s' if count != 1 else ''} valid", highlight=False)
 
@@ -188,7 +209,7 @@ def explain_command(
                 style="bold red",
             )
         )
-    _print_warnings(warnings)
+    _print_warnings(warnings, name_warnings(policies.files))
     if changed:
         files = ["(" + str(len(policies.files)), "file(s)", "in", f"{directory})"]
         _print_changed(origins, files, out.width)

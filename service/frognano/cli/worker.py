@@ -14,6 +14,13 @@ from frognano.settings import Settings
 
 REDIS_CHECK_SECONDS = 5.0
 """How long the start-up check waits for Redis to accept a connection."""
+GITHUB_CHECK_SECONDS = 10
+"""How long the start-up check waits for GitHub's answer (one try)."""
+_CREDENTIALS = (
+    "FROGNANO_GITHUB_APP_ID (the App's numeric id, on its settings page) and "
+    "FROGNANO_GITHUB_PRIVATE_KEY or FROGNANO_GITHUB_PRIVATE_KEY_PATH (a private key generated "
+    "for that same App)"
+)
 
 
 def worker_command(
@@ -35,7 +42,9 @@ def worker_command(
     gate, draft pull request), the human-review gate, and token refreshes.
 
     Needs FROGNANO_REDIS_URL, the GitHub App settings (FROGNANO_GITHUB_APP_ID and the private
-    key), a valid FROGNANO_POLICY_DIR and the model server (FROGNANO_MODEL_BASE_URL).
+    key), a valid FROGNANO_POLICY_DIR and the model server (FROGNANO_MODEL_BASE_URL). It
+    first checks that Redis answers (exit 1 if not) and that GitHub accepts the App's
+    credentials (exit 2 when it refuses them, 1 when it does not answer).
     SIGTERM stops taking jobs and lets running ones finish or be retried by another worker.
 
     With FROGNANO_SANDBOX=kubernetes it first proves, with a probe pod, that the sandbox
@@ -61,6 +70,7 @@ def worker_command(
             if settings.sandbox == "kubernetes":
                 await _require_isolated_sandboxes(settings)
             await _require_redis(settings.redis_url)
+            await _require_github(settings)
             await worker.run()
 
     from redis.exceptions import RedisError  # noqa: PLC0415
@@ -95,6 +105,54 @@ async def _require_redis(url: str) -> None:
         )
     finally:
         await client.aclose()
+
+
+async def _require_github(settings: Settings) -> None:
+    """GET /app with the App's JWT, so that wrong credentials stop the worker at start with
+    one line naming the settings (exit 2), not in every run's first request; a GitHub that
+    does not answer is one line too (exit 1: start again later)."""
+    from frognano.github.auth import GitHubApp  # noqa: PLC0415
+    from frognano.github.errors import (  # noqa: PLC0415
+        GitHubAuthError,
+        GitHubError,
+        GitHubNotFound,
+        GitHubUnavailable,
+    )
+    from frognano.github.retry import RetryPolicy, Transport  # noqa: PLC0415
+    from frognano.log import get_logger  # noqa: PLC0415
+
+    api = settings.github_api_url
+    # One try, not the runs' policy that rides out 15 minutes of outage: a check reports.
+    retry = RetryPolicy(attempts=1, budget_seconds=GITHUB_CHECK_SECONDS)
+    transport = Transport(base_url=api, timeout=GITHUB_CHECK_SECONDS, retry=retry)
+    app = GitHubApp.from_settings(settings, transport=transport)
+    try:
+        login = await app.app_login()
+    except GitHubAuthError as exc:
+        said = f": {exc.github_message}" if exc.github_message else ""
+        _fail(
+            f"GitHub at {api} refused the App's credentials (HTTP 401 on GET /app{said}); "
+            f"fix {_CREDENTIALS}, and check this host's clock",
+            2,
+        )
+    except GitHubNotFound:
+        _fail(
+            f"GitHub at {api} has no App for these credentials (HTTP 404 on GET /app); fix "
+            f"{_CREDENTIALS}, or FROGNANO_GITHUB_API_URL (GitHub Enterprise: https://HOST/api/v3)",
+            2,
+        )
+    except GitHubUnavailable as exc:
+        why = f"HTTP {exc.status}" if exc.status is not None else "no connection"
+        _fail(
+            f"cannot reach GitHub at {api} ({why} on GET /app); start the worker again once "
+            "it answers, or fix FROGNANO_GITHUB_API_URL",
+            1,
+        )
+    except GitHubError as exc:
+        _fail(f"GitHub at {api} refused the App's start-up check: {exc}", 1)
+    finally:
+        app.close()
+    get_logger(__name__).info("worker.github_check_passed", app=login)
 
 
 async def _require_isolated_sandboxes(settings: Settings) -> None:

@@ -41,7 +41,7 @@ _KINDS = {
     bool: "a boolean",
 }
 _FIX_DIR = (
-    "put the policy files (*.yaml) there, starting from a copy of policies/default.yaml, "
+    "put the policy files (*.yaml) there, starting from a copy of policies/00-default.yaml, "
     "or set FROGNANO_POLICY_DIR to the directory that holds them"
 )
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
@@ -14,8 +16,9 @@ from frognano.log import get_logger
 from frognano.policy.issues import PolicyError, PolicyIssue
 from frognano.policy.loader import load_policies
 from frognano.policy.merge import PolicySet
+from frognano.policy.order import name_warnings
 
-__all__ = ["PolicyStore"]
+__all__ = ["InForce", "PolicyStore"]
 
 log = get_logger(__name__)
 
@@ -49,7 +52,15 @@ def _fingerprint(directory: Path) -> Fingerprint:
 
 
 def _log_warnings(policies: PolicySet) -> None:
-    """One `policy.drops_entries` warning event for a set that took effect, if it has any."""
+    """One `policy.file_names` and one `policy.drops_entries` warning event for a set that
+    took effect, each if it has any."""
+    names = name_warnings(policies.files)
+    if names:
+        log.warning(
+            "policy.file_names",
+            directory=str(policies.directory),
+            warnings=[str(warning) for warning in names],
+        )
     warnings = policies.warnings()
     if warnings:
         log.warning(
@@ -57,6 +68,19 @@ def _log_warnings(policies: PolicySet) -> None:
             directory=str(policies.directory),
             warnings=[str(warning) for warning in warnings],
         )
+
+
+@dataclass(frozen=True)
+class InForce:
+    """The policy one run uses, and what the latest attempt to change it found."""
+
+    policies: PolicySet
+    generation: int
+    """Which set it is (1: the one loaded at start)."""
+    loaded_at: datetime
+    """When it took effect (UTC)."""
+    errors: tuple[PolicyIssue, ...]
+    """The problems of the latest load attempt; empty when `policies` is what the files say."""
 
 
 class PolicyStore:
@@ -78,12 +102,8 @@ class PolicyStore:
         self.interval = interval
         self._lock = threading.Lock()
         self._seen = _fingerprint(directory)
-        self.current: PolicySet = load_policies(directory)
-        """The last set that loaded without error."""
-        self.errors: list[PolicyIssue] = []
-        """Problems of the latest attempt; empty when it loaded."""
-        self.generation = 1
-        """Counts the sets that took effect, the first included."""
+        # One immutable snapshot, replaced whole: a run never sees half of a reload.
+        self._state = InForce(load_policies(directory), 1, datetime.now(UTC), ())
         # Made only once the first load worked, so a failed start leaves no metric behind.
         where = registry if registry is not None else REGISTRY
         self._errors_gauge = Gauge(
@@ -113,18 +133,43 @@ class PolicyStore:
         )
         _log_warnings(self.current)
 
+    @property
+    def current(self) -> PolicySet:
+        """The last set that loaded without error."""
+        return self._state.policies
+
+    @property
+    def errors(self) -> list[PolicyIssue]:
+        """Problems of the latest attempt; empty when it loaded."""
+        return list(self._state.errors)
+
+    @property
+    def generation(self) -> int:
+        """Counts the sets that took effect, the first included."""
+        return self._state.generation
+
+    @property
+    def loaded_at(self) -> datetime:
+        """When `current` took effect (UTC)."""
+        return self._state.loaded_at
+
     def in_force(self) -> PolicySet:
-        """`current`, for one run; logs `policy.last_good_in_force` (a warning naming the
-        problems) when the latest change did not load, so the run says which policy it used."""
-        current, errors, generation = self.current, self.errors, self.generation
-        if errors:
+        """`current`, for one run; see `standing`."""
+        return self.standing().policies
+
+    def standing(self) -> InForce:
+        """`current` for one run, with the latest attempt's problems; logs
+        `policy.last_good_in_force` (a warning naming the problems) when the latest change did
+        not load, so the run says which policy it used (its status comment says it too)."""
+        standing = self._state
+        if standing.errors:
             log.warning(
                 "policy.last_good_in_force",
                 directory=str(self.directory),
-                generation=generation,
-                errors=[str(issue) for issue in errors],
+                generation=standing.generation,
+                errors=[str(issue) for issue in standing.errors],
             )
-        return current
+        return standing
 
     def changed(self) -> bool:
         """Whether the directory differs from what the latest attempt read."""
@@ -145,9 +190,7 @@ class PolicyStore:
             except ConfigError as exc:
                 issues = [PolicyIssue(self.directory, None, "(directory)", str(exc))]
             else:
-                self.current = policies
-                self.errors = []
-                self.generation += 1
+                self._state = InForce(policies, self.generation + 1, datetime.now(UTC), ())
                 self._errors_gauge.set(0)
                 self._generation_gauge.set(self.generation)
                 self._reloads.labels(result="ok").inc()
@@ -159,7 +202,8 @@ class PolicyStore:
                 )
                 _log_warnings(policies)
                 return True
-            self.errors = issues
+            state = self._state
+            self._state = InForce(state.policies, state.generation, state.loaded_at, tuple(issues))
             self._errors_gauge.set(len(issues))
             self._reloads.labels(result="invalid").inc()
             log.error(
