@@ -41,7 +41,7 @@ def _with_repo(world: World, tmp_path: Path, index: PackageIndex, files: dict[st
     repo = gh.add_repo(ENV_REPO, files=files, installation_id=100)
     gh.add_collaborator(ENV_REPO, "alice", "write")
     gh.add_issue(ENV_REPO, 3, "mean([]) crashes", "It should raise ValueError.")
-    policy = world.deps.settings.policy_dir / "default.yaml"
+    policy = world.deps.settings.policy_dir / "00-default.yaml"
     policy.write_text(f"version: 1\ndefaults:\n  environment:\n    index_url: {index.url}\n")
     assert world.deps.policies.reload() is True
     world.deps.settings = world.deps.settings.model_copy(
