@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from frognano.errors import SandboxUnavailable
 from frognano.sandbox import SandboxLimits, SandboxOptions
@@ -21,6 +23,20 @@ STRICT = os.environ.get("FNTEST_REQUIRE_ALL_MECHANISMS") == "1"
 MECHANISMS = ("unshare", "bwrap")
 
 MakeSandbox = Callable[..., Awaitable[LocalSandbox]]
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """A command run in-process (typer's CliRunner) configures logging for the whole process;
+    each test starts from the configuration the one before it found, so no test's result
+    depends on which tests ran first."""
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.configure(**saved)
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def require_mechanism(name: str) -> None:
