@@ -156,9 +156,26 @@ def report(out: Path) -> dict[str, Any]:
     return found
 
 
+ISOLATED = """\
+import os, socket
+
+import pytest
+
+
+def test_the_index_is_out_of_reach_and_the_token_unknown():
+    with pytest.raises(OSError):
+        socket.create_connection(("{host}", {port}), timeout=3)
+    assert not any("{token}" in value for value in os.environ.values())
+"""
+
+
 def test_a_repository_with_real_dependencies_is_fixed_and_verified_then_reused(
-    repo: Path, tmp_path: Path, index: PackageIndex
+    tmp_path: Path, index: PackageIndex
 ) -> None:
+    # The repository's own suite checks, in the baseline and in verification, that its
+    # sandbox reaches no index and knows no token: a leak would fail the verdict.
+    isolated = ISOLATED.format(host=index.host, port=index.port, token=TOKEN)
+    repo = make_repo(tmp_path / "project", {"tests/test_isolated.py": isolated})
     cache = tmp_path / "envcache"
     done, out, _ = solve(repo, tmp_path, index, fix_turns(index), cache, "first")
     assert done.returncode == 0, done.stderr + (out / "report.md").read_text()
@@ -169,7 +186,11 @@ def test_a_repository_with_real_dependencies_is_fixed_and_verified_then_reused(
     assert first["verification"]["held"] is True
     probed, _, _, tested = tool_results(out)[:4]
     assert probed.split() == ["NET-BLOCKED", "TOKEN-ABSENT"], probed
-    assert "2 passed" in tested
+    assert "3 passed" in tested
+    for role in ("baseline", "verification"):
+        tests = first["verification"][role]["tests"]
+        isolated = "tests/test_isolated.py::test_the_index_is_out_of_reach_and_the_token_unknown"
+        assert tests[isolated] == "passed", (role, tests)
     fetched = index.log()
     assert "/index/fn-mathhelp/" in fetched
     assert "/index/pytest/" in fetched
