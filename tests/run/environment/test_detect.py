@@ -171,6 +171,8 @@ def test_pyproject_without_project_table_defers_to_setup_or_build_backend(tmp_pa
 
 
 def test_lock_files_are_key_files_with_a_note(tmp_path: Path) -> None:
+    # A uv.lock with no project at its root cannot pin anything: the declared requirements
+    # install instead (tests/run/environment/test_uvlock.py: a lock that can).
     files: dict[str, str | bytes] = {
         "pyproject.toml": '[project]\nname = "x"\n',
         "uv.lock": "version = 1\n",
@@ -181,10 +183,10 @@ def test_lock_files_are_key_files_with_a_note(tmp_path: Path) -> None:
     assert result.commands == (f"{PIP} -e .",)
     assert result.key_files == ("poetry.lock", "pylock.toml", "pyproject.toml", "uv.lock")
     assert result.notes == (
+        "uv.lock: no single project at its root (a workspace?); not used",
         "pyproject.toml: installing the project editable",
         f"poetry.lock{LOCK_NOTE}",
         f"pylock.toml{LOCK_NOTE}",
-        f"uv.lock{LOCK_NOTE}",
     )
 
 

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from frognano.errors import EnvironmentBuildError
+from frognano.run.environment.detect import GENERATED
 from frognano.sandbox.base import Sandbox
 from frognano.sandbox.egress import EgressProxy, destinations_for, relay_source
 from frognano.sandbox.options import SandboxOptions
 from frognano.sandbox.paths import EGRESS, ENVIRONMENT, TOOLS, WORKSPACE
+from frognano.sandbox.tree import FileSpec
 
 RELAY_FILE = "egress_relay.py"
 SOCKET_NAME = "proxy.sock"
@@ -70,6 +72,8 @@ class BuildRequest:
     repo_dir: Path
     exclude: Sequence[str]
     commands: Sequence[str]
+    files: Sequence[tuple[str, bytes]]
+    """Files FrogNano generated for the commands, put in GENERATED first."""
     index_url: str
     extra_urls: Sequence[str]
     token: str | None
@@ -122,6 +126,8 @@ async def build_into(
             try:
                 async with await create(build_options) as box:
                     await box.upload_tree(request.repo_dir, exclude=request.exclude)
+                    generated = [FileSpec(name, data) for name, data in request.files]
+                    await box.upload_files(generated, GENERATED)
                     log.steps.append(await _create_venv(box))
                     secret = index_with_token(request.index_url, request.token).encode() + b"\n"
                     for command in request.commands:

@@ -27,8 +27,16 @@ from frognano.run.environment.declared import (
 )
 from frognano.run.environment.repofiles import Unreadable, load_toml, read_text
 from frognano.run.environment.reqfile import collect
+from frognano.run.environment.uvlock import uv_lock_pins
 
-__all__ = ["LOCK_FILES", "PROJECT_FILES", "Detected", "detect", "requirements_roots"]
+__all__ = [
+    "GENERATED",
+    "LOCK_FILES",
+    "PROJECT_FILES",
+    "Detected",
+    "detect",
+    "requirements_roots",
+]
 
 PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 """Files at the root that declare the project itself."""
@@ -36,6 +44,8 @@ LOCK_FILES = ("poetry.lock", "pylock.toml", "uv.lock")
 """Lock files at the root: recorded as key files, not translated into commands yet."""
 
 _PIP = "python -m pip install"
+GENERATED = "/tmp/frognano"  # noqa: S108 - the build sandbox's own private /tmp
+"""Where the build sandbox finds the files FrogNano generated for its commands."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,8 @@ class Detected:
     """Repository paths (POSIX, sorted) of every file whose bytes decide the environment."""
     notes: tuple[str, ...]
     """Sentences for the run's report: what was found and what is installed from it."""
+    files: tuple[tuple[str, bytes], ...] = ()
+    """Files FrogNano wrote for the commands (a lock's pins), put in GENERATED before they run."""
 
 
 def requirements_roots(repo_dir: Path) -> list[str]:
@@ -93,11 +105,16 @@ def detect(repo_dir: Path) -> Detected:
         if (repo_dir / name).is_symlink() or (repo_dir / name).exists()
     }
     key_files |= present
+    locked = _from_uv_lock(repo_dir, present, notes) if "uv.lock" in present else None
+    if locked is not None:
+        if roots:
+            notes.append("requirements files are not installed: uv.lock pins the environment")
+        return Detected(locked[0], tuple(sorted(key_files)), tuple(notes), locked[1])
     if "pyproject.toml" in present:
         _from_pyproject(repo_dir, present, commands, notes)
     elif present & {"setup.py", "setup.cfg"}:
         _from_setup(repo_dir, present, commands, notes)
-    for lock in sorted(present & set(LOCK_FILES)):
+    for lock in sorted(present & set(LOCK_FILES) - {"uv.lock"}):
         notes.append(
             f"{lock}: found, but lock files are not translated yet; the dependencies come from "
             "the requirements the project declares, not the lock's pins, unless the policy's "
@@ -108,6 +125,35 @@ def detect(repo_dir: Path) -> Detected:
             "found no requirements file, pyproject.toml, setup.py or setup.cfg: nothing to install"
         )
     return Detected(tuple(commands), tuple(sorted(key_files)), tuple(notes))
+
+
+def _from_uv_lock(
+    repo_dir: Path, present: set[str], notes: list[str]
+) -> tuple[tuple[str, ...], tuple[tuple[str, bytes], ...]] | None:
+    """Exact installs from uv.lock: its pins with their hashes, then the project itself with
+    no dependencies; None (with a note) when the lock cannot be used that way."""
+    try:
+        document, line, _ = load_toml(read_text(repo_dir, "uv.lock"))
+    except Unreadable as error:
+        notes.append(f"uv.lock: not read, it {error}")
+        return None
+    if document is None:
+        notes.append(f"uv.lock: not valid TOML (line {line}); not used")
+        return None
+    pins = uv_lock_pins(document)
+    if pins is None:
+        notes.append("uv.lock: no single project at its root (a workspace?); not used")
+        return None
+    notes.extend(pins.notes)
+    notes.append(
+        f"uv.lock: installing its {len(pins.lines)} pinned packages with their hashes "
+        "(no resolution), then the project editable without dependencies"
+    )
+    requirements = f"{GENERATED}/uv-lock.txt"
+    commands = [f"{_PIP} --no-deps --require-hashes -r {requirements}"]
+    if "pyproject.toml" in present:
+        commands.append(f"{_PIP} --no-deps -e .")
+    return tuple(commands), (("uv-lock.txt", pins.text().encode()),)
 
 
 def _editable(extras: list[str]) -> str:

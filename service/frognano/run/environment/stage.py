@@ -55,6 +55,7 @@ class Plan:
     detected: bool
     key_files: tuple[str, ...]
     notes: tuple[str, ...]
+    files: tuple[tuple[str, bytes], ...] = ()
 
 
 def plan_install(repo_dir: Path, policy: EnvironmentPolicy) -> Plan:
@@ -74,7 +75,7 @@ def plan_install(repo_dir: Path, policy: EnvironmentPolicy) -> Plan:
         )
     if policy.install is not None:
         return Plan(tuple(policy.install), False, found.key_files, found.notes)
-    return Plan(found.commands, True, found.key_files, found.notes)
+    return Plan(found.commands, True, found.key_files, found.notes, found.files)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ async def use_environment(
         repo_dir=request.repo_dir,
         exclude=request.exclude,
         commands=plan.commands,
+        files=plan.files,
         index_url=policy.index_url,
         extra_urls=policy.extra_urls,
         token=port.token,
