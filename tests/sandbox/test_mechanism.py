@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shlex
 import shutil
 import stat
 import subprocess
 import tempfile
 import textwrap
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pyseccomp
@@ -17,6 +21,7 @@ import structlog
 
 import frognano
 from frognano.errors import SandboxUnavailable
+from frognano.sandbox.egress import Destination, EgressProxy
 from frognano.sandbox.isolation import choose_mechanism
 from frognano.sandbox.local import LocalSandbox
 from tests.conftest import STRICT, options_for, require_mechanism
@@ -176,3 +181,84 @@ def test_unprivileged_user_without_bwrap_is_told_what_to_do(public_copy: Path) -
     assert "apt-get install bubblewrap" in message
     assert "user namespaces" in message
     assert message.count("\n") == 0  # one sentence, one line
+
+
+async def test_an_ordinary_users_build_sandbox_reaches_the_index_through_the_socket_alone(
+    public_copy: Path,
+) -> None:
+    """The environment phase's sandbox as a laptop user gets it (bwrap, no root): the proxy's
+    socket is its one way out, to the approved host only; /environment is writable there."""
+    index = HTTPServer(("127.0.0.1", 0), _Hello)
+    other = HTTPServer(("127.0.0.1", 0), _Hello)
+    for server in (index, other):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    egress = Path(tempfile.mkdtemp(prefix="fn-egress-", dir="/tmp"))
+    built = Path(tempfile.mkdtemp(prefix="fn-env-", dir="/tmp"))
+    try:
+        egress.chmod(0o755)
+        os.chown(built, NOBODY, NOBODY)
+        fetch = (
+            "import sys, urllib.request as u\n"
+            "proxy = u.ProxyHandler({'http': 'http://127.0.0.1:3128'})\n"
+            "for url in sys.argv[1:]:\n"
+            "    try:\n"
+            "        print(url, u.build_opener(proxy).open(url, timeout=10).read().decode())\n"
+            "    except Exception as exc:\n"
+            "        print(url, 'failed', getattr(exc, 'code', type(exc).__name__))\n"
+        )
+        urls = [f"http://127.0.0.1:{s.server_port}/" for s in (index, other)]
+        command = (
+            "exec 3< <(python3 /opt/frognano/egress_relay.py 3128 /run/frognano-egress/proxy.sock);"
+            f"read -r ready <&3; echo $ready; python3 -c {shlex.quote(fetch)} {' '.join(urls)};"
+            f"(exec 4<>/dev/tcp/127.0.0.1/{index.server_port}) 2>&1 | tail -1;"
+            "echo built > /environment/marker && id -u"
+        )
+        code = f"""
+            import asyncio
+            from pathlib import Path
+            import frognano.sandbox
+            from frognano.sandbox import SandboxOptions, create_sandbox
+
+            relay = Path(frognano.sandbox.__file__).parent / "egress_relay.py"
+
+            async def main():
+                opts = SandboxOptions(
+                    environment=Path({str(built)!r}), environment_writable=True,
+                    egress=Path({str(egress)!r}),
+                    tool_files=(("egress_relay.py", relay.read_bytes()),),
+                )
+                async with await create_sandbox("local", opts) as box:
+                    print("mechanism", box.mechanism)
+                    print((await box.exec({command!r}, timeout=60)).output)
+            asyncio.run(main())
+        """
+        allowed = [Destination("127.0.0.1", index.server_port)]
+        async with EgressProxy(egress / "proxy.sock", allowed) as proxy:
+            done = await asyncio.to_thread(
+                _as_nobody, code, public_copy, "/usr/sbin:/usr/bin:/sbin:/bin"
+            )
+        assert done.returncode == 0, done.stderr
+        assert "mechanism bwrap" in done.stdout
+        assert "ready 3128" in done.stdout
+        assert f"{urls[0]} hello" in done.stdout, done.stdout
+        assert f"{urls[1]} failed 403" in done.stdout, done.stdout
+        assert "Connection refused" in done.stdout  # its own loopback, not the host's
+        assert (built / "marker").read_text() == "built\n"
+        assert [(a.host, a.port) for a in proxy.refused] == [("127.0.0.1", other.server_port)]
+    finally:
+        for server in (index, other):
+            server.shutdown()
+            server.server_close()
+        shutil.rmtree(egress, ignore_errors=True)
+        shutil.rmtree(built, ignore_errors=True)
+
+
+class _Hello(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, *args: object) -> None:
+        del args
