@@ -123,3 +123,80 @@ def test_a_lock_whose_hash_the_index_does_not_match_fails_the_build(
     assert "--require-hashes -r /tmp/frognano/uv-lock.txt" in done.stderr
     assert "DO NOT MATCH THE HASHES" in done.stderr
     assert not list((tmp_path / "envcache").glob("*.json")), "a build that failed was kept"
+
+
+POETRY = "poetry==2.1.3"
+POETRY_PROJECT = """\
+[project]
+name = "fnpoetry"
+version = "0.1"
+requires-python = ">=3.11"
+dependencies = ["fn-poetrydemo>=1.0", "fn-mathhelp==1.0"]
+
+[project.optional-dependencies]
+test = ["pytest==8.3.5"]
+docs = ["fn-poetrydocs==1.0"]
+
+[tool.poetry]
+packages = [{include = "calc.py"}]
+
+[build-system]
+requires = ["setuptools>=64"]
+build-backend = "setuptools.build_meta"
+
+[tool.setuptools]
+py-modules = ["calc"]
+"""
+SOURCE = '\n[[tool.poetry.source]]\nname = "test"\nurl = "{url}"\npriority = "primary"\n'
+
+
+@pytest.fixture(scope="module")
+def poetry() -> Path:
+    """The real Poetry, in an environment of its own made once from PyPI and kept."""
+    home = WHEEL_CACHE.parent / POETRY.replace("==", "-")
+    binary = home / "bin" / "poetry"
+    if not binary.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
+        subprocess.run(
+            [str(home / "bin" / "python"), "-m", "pip", "install", "-q", "--index-url",
+             "https://pypi.org/simple", POETRY],
+            check=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull}, timeout=600,
+        )  # fmt: skip
+    return binary
+
+
+def test_a_poetry_lock_decides_the_versions_groups_and_extras(
+    poetry: Path, index: PackageIndex, tmp_path: Path
+) -> None:
+    wheels = tmp_path / "wheels"
+    first = build_wheel(wheels, "fn-poetrydemo", "1.0", modules={"poetrydemo.py": "V = 1\n"})
+    docs = build_wheel(wheels, "fn-poetrydocs", "1.0", modules={"poetrydocs.py": "V = 1\n"})
+    index.add_wheels([first, docs, *download_wheels(WHEEL_CACHE, PLATFORM_ONLY)])
+    repo = make_repo(tmp_path / "project", {"pyproject.toml": POETRY_PROJECT})
+    # Poetry is told the index by a source in pyproject.toml, as its users do; FrogNano would
+    # refuse that section, so it goes again before the lock is committed.
+    (repo / "pyproject.toml").write_text(POETRY_PROJECT + SOURCE.format(url=index.url))
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "POETRY_CACHE_DIR": str(tmp_path / "pc"),
+    }
+    done = subprocess.run(
+        [str(poetry), "lock", "--no-interaction"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (repo / "pyproject.toml").write_text(POETRY_PROJECT)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "lock"],
+                   cwd=repo, check=True)  # fmt: skip
+    newer = build_wheel(wheels, "fn-poetrydemo", "2.0", modules={"poetrydemo.py": "V = 2\n"})
+    index.add_wheels([newer])
+
+    built = _build(repo, index, tmp_path)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "--require-hashes -r /tmp/frognano/poetry-lock.txt" in built.stdout
+    installed = {p.name for p in (tmp_path / "envcache").glob("*/lib/*/site-packages/*.dist-info")}
+    assert "fn_poetrydemo-1.0.dist-info" in installed, installed
+    assert "pytest-8.3.5.dist-info" in installed  # the test extra
+    assert not any(n.startswith(("fn_poetrydocs", "colorama")) for n in installed), installed

@@ -101,14 +101,15 @@ def build_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     source_of = "detected from the repository" if used.detected else "the policy's install"
     out.print(f"Install commands ({source_of}):", highlight=False)
     for command in used.commands:
-        out.print(f"  {printable(command)}", highlight=False, markup=False)
+        out.print(f"  {printable(command)}", highlight=False, markup=False, soft_wrap=True)
     for note in used.notes:
-        out.print(f"  note: {printable(note)}", highlight=False, markup=False)
+        out.print(f"  note: {printable(note)}", highlight=False, markup=False, soft_wrap=True)
     for tried in used.refused:
         out.print(
             f"  refused: the build tried to reach {printable(tried)}, not an approved host",
             highlight=False,
             markup=False,
+            soft_wrap=True,
         )
     how = "cache hit (no install ran)" if used.hit else "built now"
     out.print(f"Environment key: {used.key}", highlight=False, soft_wrap=True)

@@ -184,8 +184,9 @@ def test_lock_files_are_key_files_with_a_note(tmp_path: Path) -> None:
     assert result.key_files == ("poetry.lock", "pylock.toml", "pyproject.toml", "uv.lock")
     assert result.notes == (
         "uv.lock: no single project at its root (a workspace?); not used",
+        "poetry.lock: older than lock-version 2.1 (Poetry 2), which records groups and "
+        "markers; not used",
         "pyproject.toml: installing the project editable",
-        f"poetry.lock{LOCK_NOTE}",
         f"pylock.toml{LOCK_NOTE}",
     )
 

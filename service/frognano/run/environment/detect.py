@@ -25,6 +25,7 @@ from frognano.run.environment.declared import (
     resolve_group,
     wanted_names,
 )
+from frognano.run.environment.poetrylock import poetry_lock_pins
 from frognano.run.environment.repofiles import Unreadable, load_toml, read_text
 from frognano.run.environment.reqfile import collect
 from frognano.run.environment.uvlock import uv_lock_pins
@@ -105,16 +106,17 @@ def detect(repo_dir: Path) -> Detected:
         if (repo_dir / name).is_symlink() or (repo_dir / name).exists()
     }
     key_files |= present
-    locked = _from_uv_lock(repo_dir, present, notes) if "uv.lock" in present else None
-    if locked is not None:
-        if roots:
-            notes.append("requirements files are not installed: uv.lock pins the environment")
-        return Detected(locked[0], tuple(sorted(key_files)), tuple(notes), locked[1])
+    for lock in ("uv.lock", "poetry.lock"):
+        locked = _from_lock(repo_dir, lock, present, notes) if lock in present else None
+        if locked is not None:
+            if roots:
+                notes.append(f"requirements files are not installed: {lock} pins the environment")
+            return Detected(locked[0], tuple(sorted(key_files)), tuple(notes), locked[1])
     if "pyproject.toml" in present:
         _from_pyproject(repo_dir, present, commands, notes)
     elif present & {"setup.py", "setup.cfg"}:
         _from_setup(repo_dir, present, commands, notes)
-    for lock in sorted(present & set(LOCK_FILES) - {"uv.lock"}):
+    for lock in sorted(present & set(LOCK_FILES) - {"uv.lock", "poetry.lock"}):
         notes.append(
             f"{lock}: found, but lock files are not translated yet; the dependencies come from "
             "the requirements the project declares, not the lock's pins, unless the policy's "
@@ -127,33 +129,38 @@ def detect(repo_dir: Path) -> Detected:
     return Detected(tuple(commands), tuple(sorted(key_files)), tuple(notes))
 
 
-def _from_uv_lock(
-    repo_dir: Path, present: set[str], notes: list[str]
+def _from_lock(
+    repo_dir: Path, lock: str, present: set[str], notes: list[str]
 ) -> tuple[tuple[str, ...], tuple[tuple[str, bytes], ...]] | None:
-    """Exact installs from uv.lock: its pins with their hashes, then the project itself with
-    no dependencies; None (with a note) when the lock cannot be used that way."""
+    """Exact installs from `lock` (uv.lock or poetry.lock): its pins with their hashes, then
+    the project itself with no dependencies; None (with a note) when it cannot be used so."""
     try:
-        document, line, _ = load_toml(read_text(repo_dir, "uv.lock"))
+        document, line, _ = load_toml(read_text(repo_dir, lock))
     except Unreadable as error:
-        notes.append(f"uv.lock: not read, it {error}")
+        notes.append(f"{lock}: not read, it {error}")
         return None
     if document is None:
-        notes.append(f"uv.lock: not valid TOML (line {line}); not used")
+        notes.append(f"{lock}: not valid TOML (line {line}); not used")
         return None
-    pins = uv_lock_pins(document)
+    if lock == "uv.lock":
+        pins = uv_lock_pins(document)
+        why = "no single project at its root (a workspace?)"
+    else:
+        pins = poetry_lock_pins(document)
+        why = "older than lock-version 2.1 (Poetry 2), which records groups and markers"
     if pins is None:
-        notes.append("uv.lock: no single project at its root (a workspace?); not used")
+        notes.append(f"{lock}: {why}; not used")
         return None
     notes.extend(pins.notes)
     notes.append(
-        f"uv.lock: installing its {len(pins.lines)} pinned packages with their hashes "
+        f"{lock}: installing its {len(pins.lines)} pinned packages with their hashes "
         "(no resolution), then the project editable without dependencies"
     )
-    requirements = f"{GENERATED}/uv-lock.txt"
-    commands = [f"{_PIP} --no-deps --require-hashes -r {requirements}"]
+    generated = lock.replace(".", "-") + ".txt"
+    commands = [f"{_PIP} --no-deps --require-hashes -r {GENERATED}/{generated}"]
     if "pyproject.toml" in present:
         commands.append(f"{_PIP} --no-deps -e .")
-    return tuple(commands), (("uv-lock.txt", pins.text().encode()),)
+    return tuple(commands), ((generated, pins.text().encode()),)
 
 
 def _editable(extras: list[str]) -> str:
