@@ -158,3 +158,20 @@ def test_keys_are_digests_never_paths(tmp_path: Path) -> None:
     cache = EnvironmentCache(tmp_path / "envs", max_bytes=1 << 30)
     with pytest.raises(ValueError, match="not an environment key"):
         cache._entry("../../etc")
+
+
+async def test_an_entry_whose_build_left_locked_folders_is_still_evicted(tmp_path: Path) -> None:
+    cache = EnvironmentCache(tmp_path / "envs", max_bytes=1 << 30)
+
+    async def hostile(staging: Path) -> None:
+        locked = staging / "locked" / "inner"
+        locked.mkdir(parents=True)
+        (locked / "file").write_text("x")
+        locked.chmod(0)
+        (staging / "locked").chmod(0o500)
+
+    async with cache.use(_key("locked"), hostile):
+        pass
+    cache.max_bytes = 0
+    assert cache.evict() == [_key("locked")]
+    assert not (tmp_path / "envs" / _key("locked")).exists()

@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import os
 import re
+import stat
 import tempfile
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
@@ -139,7 +140,7 @@ async def build_into(
     finally:
         _remove_egress(egress)
     if request.token:
-        leaked = _find_secret(staging, request.token)
+        leaked = find_token(staging, request.token)
         if leaked is not None:
             raise EnvironmentBuildError(
                 f"the index token was written into the environment ({leaked}); it is not used, "
@@ -196,18 +197,37 @@ def _remove_egress(folder: Path) -> None:
     folder.rmdir()
 
 
-def _find_secret(root: Path, token: str) -> Path | None:
-    """The first file under `root` holding the token as is, base64 or URL-quoted. A build that
-    hides it otherwise (encrypted, split) is not found: docs/sandbox-image.md says so."""
+def find_token(root: Path, token: str) -> Path | None:
+    """The first regular file under `root` holding the token as is, base64 or URL-quoted, or a
+    symlink whose target does. A build that hides it otherwise (encrypted, split) is not found:
+    docs/sandbox-image.md says so. Only regular files are opened: a FIFO the build left would
+    block the read for ever."""
     raw = token.encode()
-    needles = {raw, base64.b64encode(raw), urllib.parse.quote(token, safe="").encode()}
+    needles = [raw, base64.b64encode(raw), urllib.parse.quote(token, safe="").encode()]
+    overlap = max(len(needle) for needle in needles) - 1
     for folder, _, files in os.walk(root):
         for name in files:
             path = Path(folder) / name
             try:
-                data = path.read_bytes() if not path.is_symlink() else os.fsencode(path.readlink())
+                info = path.lstat()
+                if stat.S_ISLNK(info.st_mode):
+                    data = os.fsencode(os.readlink(path))
+                    if any(needle in data for needle in needles):
+                        return path.relative_to(root)
+                elif stat.S_ISREG(info.st_mode) and _holds(path, needles, overlap):
+                    return path.relative_to(root)
             except OSError:
                 continue
-            if any(needle in data for needle in needles):
-                return path.relative_to(root)
     return None
+
+
+def _holds(path: Path, needles: Sequence[bytes], overlap: int) -> bool:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        tail = b""
+        while chunk := handle.read(1 << 20):
+            window = tail + chunk
+            if any(needle in window for needle in needles):
+                return True
+            tail = window[-overlap:] if overlap else b""
+    return False

@@ -9,6 +9,8 @@ import json
 import os
 import re
 import shutil
+import stat
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -191,10 +193,36 @@ class _Lock:
 
 
 def _remove(path: Path) -> None:
+    """Delete an entry even where its build left folders unreadable or unwritable (0o000)."""
     if path.is_symlink() or path.is_file():
         path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
+        return
+    if not path.exists():
+        return
+    root = os.path.abspath(path)
+
+    def retry(func: Callable[..., object], failed: str, exc: BaseException) -> None:
+        if isinstance(exc, FileNotFoundError):
+            return
+        # Only folders of this entry are made accessible again (never through a link).
+        for target in (os.path.dirname(failed), failed):
+            if target.startswith(root) and not os.path.islink(target):
+                with contextlib.suppress(OSError):
+                    os.chmod(target, stat.S_IRWXU)
+        if func is os.open or func is os.scandir:  # a folder that could not be listed
+            _rmtree(failed, retry)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                func(failed)
+
+    _rmtree(root, retry)
+
+
+def _rmtree(root: str, retry: Callable[[Callable[..., object], str, BaseException], None]) -> None:
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(root, onexc=retry)
+    else:
+        shutil.rmtree(root, onerror=lambda func, failed, info: retry(func, failed, info[1]))
 
 
 def _chown_tree(root: Path) -> None:
