@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from frognano.errors import EnvironmentBuildError
 from frognano.run.environment.cache import EnvironmentCache
 
 
@@ -175,3 +176,13 @@ async def test_an_entry_whose_build_left_locked_folders_is_still_evicted(tmp_pat
     cache.max_bytes = 0
     assert cache.evict() == [_key("locked")]
     assert not (tmp_path / "envs" / _key("locked")).exists()
+
+
+async def test_an_environment_larger_than_the_whole_cache_is_refused(tmp_path: Path) -> None:
+    cache = EnvironmentCache(tmp_path / "envs", max_bytes=64 * 1024)
+    calls: list[Path] = []
+    with pytest.raises(EnvironmentBuildError, match="more than the whole cache may hold"):
+        async with cache.use(_key("huge"), _builder(os.urandom(256 * 1024), calls)):
+            pass
+    assert cache.entries() == []
+    assert [p.name for p in (tmp_path / "envs").iterdir() if p.is_dir()] == []

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from frognano.errors import ConfigError
+from frognano.errors import ConfigError, EnvironmentBuildError
 from frognano.log import get_logger
 
 log = get_logger(__name__)
@@ -118,6 +118,13 @@ class EnvironmentCache:
             # A root-launched build ran as a throwaway uid; the result belongs to FrogNano.
             await asyncio.to_thread(_chown_tree, staging)
         size = await asyncio.to_thread(_size, staging)
+        if size > self.max_bytes:
+            await asyncio.to_thread(_remove, staging)
+            raise EnvironmentBuildError(
+                f"the environment came to {size / 2**20:.0f} MiB, more than the whole cache may "
+                f"hold ({self.max_bytes / 2**20:.0f} MiB, FROGNANO_ENVIRONMENT_CACHE_MAX_BYTES); "
+                "it was deleted"
+            )
         meta: dict[str, object] = {
             "key": key,
             "built_at": time.time(),
