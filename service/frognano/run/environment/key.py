@@ -74,6 +74,7 @@ def environment_key(
     index_urls: Sequence[str],
     interpreter: str,
     image: str,
+    generated: Sequence[tuple[str, bytes]] = (),
 ) -> str:
     """The digest naming one environment: the dependency files' bytes, the base interpreter,
     the sandbox image (or host), the install commands and the approved index. A token for the
@@ -82,6 +83,8 @@ def environment_key(
         "format": BUILD_FORMAT,
         "files": {path: file_digest(repo_dir, path) for path in sorted(set(key_files))},
         "commands": list(commands),
+        # What FrogNano wrote from a lock: a fix to the translation is another environment.
+        "generated": {name: hashlib.sha256(data).hexdigest() for name, data in generated},
         "index_urls": list(index_urls),
         "interpreter": interpreter,
         "image": image,

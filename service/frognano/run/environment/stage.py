@@ -129,6 +129,7 @@ async def use_environment(
         index_urls=[policy.index_url, *policy.extra_urls],
         interpreter=interpreter,
         image=request.image,
+        generated=plan.files,
     )
     log = BuildLog()
     build = BuildRequest(
