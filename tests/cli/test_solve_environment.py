@@ -228,6 +228,20 @@ def test_a_changed_dependency_byte_is_another_environment(
         keys.append(next(line for line in done.stdout.splitlines() if "key:" in line))
     assert keys[0] != keys[1]
 
+    def env(*args: str) -> str:
+        shown = subprocess.run(
+            [sys.executable, "-m", "frognano", "env", *args],
+            env={**env_for(None, tmp_path, cache), "COLUMNS": "200"},
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        return shown.stdout
+
+    listed = env("list")
+    assert all(key.split()[-1] in listed for key in keys), listed
+    assert "2 environment(s)" in listed
+    assert "2 environment(s) deleted." in env("prune", "--max-bytes", "0")
+    assert "No environment in" in env("list")
+
 
 def test_two_concurrent_builds_of_one_key_build_once(
     repo: Path, tmp_path: Path, index: PackageIndex

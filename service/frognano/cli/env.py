@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
@@ -23,6 +25,7 @@ from frognano.cli.policyfor import (
 )
 from frognano.cli.style import typer_app
 from frognano.errors import ConfigError, EnvironmentBuildError
+from frognano.run.environment.cache import EnvironmentCache
 from frognano.run.environment.record import EnvironmentUse
 from frognano.run.environment.stage import EnvironmentPort, EnvironmentRequest, use_environment
 from frognano.run.workspace import env_prefix_in_tree, repo_name, upload_excludes
@@ -126,3 +129,53 @@ def _require_index(index_url: str | None, name: str, source: str) -> None:
             f"the policy for {name} ({source}) sets no environment.index_url; set it, or "
             "pass --index-url URL"
         )
+
+
+@env_app.command("list")
+def list_command(ctx: typer.Context) -> None:
+    """List the built environments in FROGNANO_ENVIRONMENT_CACHE, least recently used first:
+    key, size and last use."""
+    settings = _settings(ctx)
+    cache = EnvironmentCache(settings.environment_cache_dir(), settings.environment_cache_max_bytes)
+    out = _console()
+    entries = cache.entries() if cache.root.is_dir() else []
+    if not entries:
+        out.print(f"No environment in {cache.root}.", highlight=False)
+        return
+    table = Table("Key", "Size", "Last used (UTC)", box=None)
+    for key, used, size in entries:
+        when = datetime.fromtimestamp(used, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(key, f"{size / 2**20:.1f} MiB", when)
+    out.print(table)
+    total = sum(size for _, _, size in entries)
+    out.print(
+        f"{len(entries)} environment(s), {total / 2**20:.1f} MiB of "
+        f"{cache.max_bytes / 2**20:.0f} MiB (FROGNANO_ENVIRONMENT_CACHE_MAX_BYTES) in {cache.root}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@env_app.command("prune")
+def prune_command(
+    ctx: typer.Context,
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-bytes",
+            metavar="BYTES",
+            min=0,
+            help="Keep at most this many bytes (default: FROGNANO_ENVIRONMENT_CACHE_MAX_BYTES; "
+            "0 deletes every environment no run is using).",
+        ),
+    ] = None,
+) -> None:
+    """Delete least recently used environments until the cache fits; one a run is using is
+    never deleted."""
+    settings = _settings(ctx)
+    limit = settings.environment_cache_max_bytes if max_bytes is None else max_bytes
+    cache = EnvironmentCache(settings.environment_cache_dir(), limit)
+    deleted = cache.evict() if cache.root.is_dir() else []
+    for key in deleted:
+        _console().print(f"deleted {key}", highlight=False, soft_wrap=True)
+    _console().print(f"{len(deleted)} environment(s) deleted.", highlight=False)
