@@ -25,6 +25,15 @@ MECHANISMS = ("unshare", "bwrap")
 MakeSandbox = Callable[..., Awaitable[LocalSandbox]]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that run code as the host's `nobody` (they take `public_copy`) share one xdist
+    worker: RLIMIT_NPROC counts every process of a uid host-wide, so two of them at once would
+    each see the other's processes against their limit."""
+    for item in items:
+        if "public_copy" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("nobody"))
+
+
 @pytest.fixture(autouse=True)
 def _logging_as_it_was() -> Iterator[None]:
     """A command run in-process (typer's CliRunner) configures logging for the whole process;
