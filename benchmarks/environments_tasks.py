@@ -79,6 +79,17 @@ PROJECTS: tuple[Project, ...] = (
         edit_path="src/marshmallow/fields.py",
         anchor="from __future__ import annotations\n",
     ),
+    # Given: detection would install the `test` group (virtue, jsonpath-ng) but no pytest,
+    # which verification needs; the format checkers' extra makes more tests run.
+    Project(
+        name="jsonschema",
+        version="4.26.0",
+        sha256="0c26707e2efad8aa1bfc5b7ce170f3fccc2e4918ff85989ba9ffa9facb2be326",
+        command=f"{PYTEST} jsonschema/tests",
+        install=("python -m pip install -e '.[format-nongpl]' pytest virtue jsonpath-ng",),
+        edit_path="jsonschema/validators.py",
+        anchor="from __future__ import annotations\n",
+    ),
 )
 
 
