@@ -157,7 +157,7 @@ def solve(project: Project, checkout: Path, policies: Path, index_url: str, *, c
           out: Path, baselines: Path | None) -> Solved:  # fmt: skip
     """`frognano solve` as a subprocess, as an operator runs it, with the scripted model."""
     issue = out.parent / f"{out.name}-issue.md"
-    issue.write_text("# Review the validators\n\nAdd a review comment; change no code.\n")
+    issue.write_text(f"# Review {project.edit_path}\n\nAdd a review comment; change no code.\n")
     sandboxes = out.parent / "sandboxes"
     sandboxes.mkdir(exist_ok=True)
     # None of this machine's FrogNano or pip settings: the policy and the index decide.
