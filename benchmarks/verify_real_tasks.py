@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 
@@ -237,7 +238,18 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def fetch_sdist(project: Project, cache: Path) -> Path:
+class Pinned(Protocol):
+    """A release pinned by version and sdist hash (`environments_tasks` has its own)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
+
+
+def fetch_sdist(project: Pinned, cache: Path) -> Path:
     """The project's sdist in `cache/sdists`, downloaded with pip once and hash-checked."""
     folder = cache / "sdists"
     folder.mkdir(parents=True, exist_ok=True)
