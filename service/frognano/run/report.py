@@ -18,6 +18,7 @@ __all__ = [
     "FindingRecord",
     "GateRecord",
     "HostPathRecord",
+    "InstallStepRecord",
     "InstructionFileRecord",
     "InstructionFileStatus",
     "InstructionsRecord",
@@ -82,6 +83,12 @@ class HostPathRecord(TypedDict):
     placeholder: str
 
 
+class InstallStepRecord(TypedDict):
+    command: str
+    seconds: float
+    exit_code: int | None
+
+
 class EnvironmentRecord(TypedDict):
     """The environment phase: which environment the run's sandboxes used and how it came."""
 
@@ -99,6 +106,8 @@ class EnvironmentRecord(TypedDict):
     refused: list[str]
     """`host:port (how)` of each connection the build tried besides the approved hosts; the
     proxy refused them. Empty on a cache hit (the build that made it said so then)."""
+    steps: list[InstallStepRecord]
+    """Each command this run's build ran (the venv's creation first); empty on a cache hit."""
 
 
 class SandboxRecord(TypedDict):

@@ -40,6 +40,10 @@ class EnvironmentUse:
             "detected": self.detected,
             "notes": list(self.notes),
             "refused": list(self.refused),
+            "steps": [
+                {"command": s.command, "seconds": round(s.seconds, 3), "exit_code": s.exit_code}
+                for s in self.steps
+            ],
         }
 
 

@@ -74,8 +74,14 @@ def plan_install(repo_dir: Path, policy: EnvironmentPolicy) -> Plan:
             "packages come from"
         )
     if policy.install is not None:
-        return Plan(tuple(policy.install), False, found.key_files, found.notes)
+        # What detection would have installed is beside the point; its warnings are not.
+        kept = tuple(note for note in found.notes if not _says_what_it_installs(note))
+        return Plan(tuple(policy.install), False, found.key_files, kept)
     return Plan(found.commands, True, found.key_files, found.notes, found.files)
+
+
+def _says_what_it_installs(note: str) -> bool:
+    return ": installing " in note or "are not installed:" in note
 
 
 @dataclass(frozen=True)
