@@ -33,6 +33,14 @@ def _check(name: str, check: ReplayCheckRecord) -> str:
 
 def _headline(record: ReplayRecord) -> str:
     if record["reproduced"]:
+        # The first three checks are the run's inputs: the task, the base tree, the policy.
+        unchecked = [name for name, check in _checks(record)[:3] if check["status"] != "same"]
+        if unchecked:
+            return (
+                f"The replay REPRODUCES the steps and patch of its recording "
+                f"{record['recording']}; its {', '.join(unchecked)} were NOT checked (not "
+                "recorded)."
+            )
         return f"The replay REPRODUCES its recording {record['recording']}."
     difference = record["first_difference"]
     why = difference["headline"] if difference else "it did not finish"
