@@ -106,3 +106,21 @@ def test_the_normalisations_have_distinct_names_and_reasons() -> None:
     names = [normalisation.name for normalisation in NORMALISATIONS]
     assert len(set(names)) == len(names)
     assert all(normalisation.why for normalisation in NORMALISATIONS)
+
+
+def test_the_first_message_is_compared_but_for_its_random_marker() -> None:
+    def start(marker: str, body: str) -> dict[str, Any]:
+        task = f"Fix it.\n<<<ISSUE {marker}>>>\n{body}\n<<<END ISSUE {marker}>>>\n"
+        return {"task": task, "system_prompt_sha256": "abc"}
+
+    same = StepAudit([], END, start("1a5263fa9b53", "mean() crashes"))
+    same.observe("run_start", start("0f0f0f0f0f0f", "mean() crashes"))
+    same.observe("run_end", END)
+    assert same.reproduced
+    assert same.applied == {"task-marker"}
+    other = StepAudit([], END, start("1a5263fa9b53", "mean() crashes"))
+    with pytest.raises(ReplayDiverged, match="at the start of the run: the first message"):
+        other.observe("run_start", start("0f0f0f0f0f0f", "add() is slow"))
+    prompt = StepAudit([], END, start("1a5263fa9b53", "x"))
+    with pytest.raises(ReplayDiverged, match="the system prompt differs"):
+        prompt.observe("run_start", {**start("0f0f0f0f0f0f", "x"), "system_prompt_sha256": "d"})

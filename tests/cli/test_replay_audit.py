@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from frognano.agent.trajectory import read_events
+from frognano.run.digests import task_digest
 from tests.cli.test_solve import BUGGY, FIX, ISSUE, TESTS, environment, git, solve_argv
 from tests.fakes.model_server import ScriptedModelServer
 
@@ -141,6 +142,27 @@ def test_another_issues_text_is_refused_before_the_agent_runs(
     report = assert_not_ready(tmp_path / "out", "task")
     assert report["stop_reason"] is None  # the agent never ran
     assert report["replay"]["checks"]["task"]["status"] == "differs"
+
+
+def test_a_digest_edited_to_match_another_issue_still_diverges(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    """The recording's own first message is compared too: a forged task digest does not
+    make another issue's text pass for the recorded one."""
+    other = tmp_path / "OTHER.md"
+    other.write_text("# add() is slow\n\nMake add() faster.\n")
+
+    def edit(event: dict[str, Any]) -> None:
+        if event["event"] == "run_info":
+            event["task_sha256"] = task_digest("add() is slow", "Make add() faster.")
+
+    forged = forge(recorded, tmp_path / "forged", edit)
+    done = replay(recorded, forged, tmp_path / "out", issue=other)
+    assert done.returncode == 1
+    assert "diverged at the start of the run: the first message" in done.stderr
+    assert "+Title: add() is slow" in done.stderr  # both versions, as a diff
+    report = assert_not_ready(tmp_path / "out", "task")
+    assert report["replay"]["checks"]["task"]["status"] == "same"  # the forged digest
 
 
 def test_a_different_base_commit_is_refused(recorded: Recorded, tmp_path: Path) -> None:

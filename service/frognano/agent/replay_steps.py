@@ -50,6 +50,10 @@ NORMALISATIONS: tuple[Normalisation, ...] = (
 )
 HOST_PATHS = "host-paths"
 """The name of the normalisation that writes each run's host folders as their placeholders."""
+TASK_MARKER = "task-marker"
+"""The name of the normalisation of the task message's random block marker (prompts.py)."""
+# The marker closes each untrusted block's delimiter: `<<<ISSUE 1a5263fa9b53>>>`.
+_MARKER = re.compile(r"<<<ISSUE ([0-9a-f]+)>>>")
 
 _COMPARED = ("name", "arguments", "result", "is_error", "executed")
 """The fields of a `tool` event a replay must reproduce; `t`, `duration` are timings."""
@@ -62,6 +66,8 @@ _WHAT = {
     "executed": "whether the call ran differs",
     "steps": "the number of tool calls differs",
     "stop_reason": "the way the run ended differs",
+    "task": "the first message (the task as the model read it) differs",
+    "system_prompt": "the system prompt differs",
 }
 
 
@@ -79,6 +85,8 @@ class StepDifference:
 
     def headline(self) -> str:
         where = f"step {self.step}" if self.step is not None else "the end of the run"
+        if self.field in ("task", "system_prompt"):
+            where = "the start of the run"
         what = f" ({self.tool} call {self.call_id})" if self.tool else ""
         said = _WHAT.get(self.field, f"the {self.field} differs")
         return f"the replay diverged at {where}{what}: {said} from the recording's"
@@ -113,6 +121,7 @@ class StepAudit:
     recorded: Sequence[Mapping[str, Any]]
     """The recording's `tool` events, in order."""
     recorded_end: Mapping[str, Any] | None
+    recorded_start: Mapping[str, Any] | None = None
     recorded_hosts: HostPaths = field(default_factory=HostPaths)
     replayed_hosts: HostPaths = field(default_factory=HostPaths)
     difference: StepDifference | None = None
@@ -127,6 +136,8 @@ class StepAudit:
             return
         if event == "tool":
             self._tool(fields)
+        elif event == "run_start" and self.recorded_start is not None:
+            self._start(fields)
         elif event == "run_end":
             self._end(fields)
 
@@ -163,6 +174,20 @@ class StepAudit:
                         str(recorded.get("call_id")),
                     )
                 )
+
+    def _start(self, fields: Mapping[str, Any]) -> None:
+        """The model's recorded turns answered the recorded first message and system prompt:
+        this run must give the same ones (the digests say the issue is the same; this says
+        the recording's own message is, guidance included)."""
+        start = self.recorded_start or {}
+        was, now = _unmarked(str(start.get("task"))), _unmarked(str(fields.get("task")))
+        if was != str(start.get("task")):
+            self.applied.add(TASK_MARKER)
+        if was != now:
+            self._diverge(StepDifference("task", was, now))
+        was_prompt, prompt = start.get("system_prompt_sha256"), fields.get("system_prompt_sha256")
+        if was_prompt != prompt:
+            self._diverge(StepDifference("system_prompt", str(was_prompt), str(prompt)))
 
     def _end(self, fields: Mapping[str, Any]) -> None:
         self.ended = True
@@ -202,3 +227,9 @@ class StepAudit:
     def reproduced(self) -> bool:
         """Every recorded tool call ran again with the same result, and the run ended alike."""
         return self.ended and self.difference is None
+
+
+def _unmarked(task: str) -> str:
+    """The task message with its per-run random marker written as `<marker>`."""
+    found = _MARKER.search(task)
+    return task.replace(found.group(1), "<marker>") if found else task

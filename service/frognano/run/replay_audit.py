@@ -70,6 +70,7 @@ class ReplayAudit:
         self.steps = StepAudit(
             self.recording.of_kind("tool"),
             next(iter(self.recording.of_kind("run_end")), None),
+            next(iter(self.recording.of_kind("run_start")), None),
             recorded_hosts=HostPaths.from_json(hosts or []),
         )
         self.checks = {
