@@ -196,6 +196,14 @@ def test_a_forged_bash_result_diverges_at_its_step(recorded: Recorded, tmp_path:
     assert difference["recorded"] == FORGED
     assert "2 passed" in difference["replayed"]
     assert report["verification"] is None  # stopped at the first difference
+    shown = subprocess.run(
+        [sys.executable, "-m", "frognano", "trajectory", "show",
+         str(tmp_path / "out" / "trajectory.jsonl")],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert "    replay: did NOT reproduce: the replay diverged at step 4 (Bash call" in shown
+    assert re.search(r"    inputs \(sha256\): task [0-9a-f]{12}, base tree [0-9a-f]{12}, "
+                     r"policy [0-9a-f]{12}", shown)  # fmt: skip
 
 
 def test_solve_replay_with_an_edited_tool_call_says_it_diverged(
