@@ -218,7 +218,7 @@ def test_solve_replay_with_an_edited_tool_call_says_it_diverged(
     forged = forge(recorded, tmp_path / "forged", edit)
     done = replay(recorded, forged, tmp_path / "out", command="solve")
     assert done.returncode == 1
-    assert "the replay diverged from its recording" in done.stderr
+    assert "error: the replay did not reproduce the recording: the replay diverged" in done.stderr
     assert "diverged at step 4 (Bash call" in done.stderr
     assert "the call's arguments differ from the recording's" in done.stderr
     report = assert_not_ready(tmp_path / "out", "arguments")

@@ -30,7 +30,10 @@ def test_the_base_tree_digest_is_the_uploaded_trees(tmp_path: Path) -> None:
     (tmp_path / "ignored" / "big.bin").write_bytes(b"\0" * 10)
 
     def base() -> str:
-        found = asyncio.run(run_digests("t", "b", EffectivePolicy(), tmp_path, ["ignored"], None))
+        found, tree = asyncio.run(
+            run_digests("t", "b", EffectivePolicy(), tmp_path, ["ignored"], None)
+        )
+        assert tree.paths == {"a.py"}
         return found.base_tree_sha256
 
     before = base()

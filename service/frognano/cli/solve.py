@@ -280,7 +280,7 @@ def _report_outcome(outcome: SolveOutcome, err: Console, expect_patch: Path | No
         if not same:
             _fail(f"the patch differs from {expect_patch} (see {produced})", 1)
     if replayed is not None and not replayed["reproduced"]:
-        _fail(f"the replay diverged from its recording: {outcome.reason}", 1)
+        _fail(outcome.reason, 1)  # "the replay did not reproduce the recording: ..."
     if not outcome.patch_ready:
         _fail(f"no patch: {outcome.reason}", 1)
     patch, verification = report["patch"], report["verification"]

@@ -64,11 +64,13 @@ async def run_digests(  # noqa: PLR0917 - the run's inputs, each named
     repo_dir: Path,
     exclude: Collection[str],
     environment_key: str | None,
-) -> RunDigests:
-    """The digests of one run's inputs; the base tree is `HostTree.digest` of `repo_dir`
-    minus `exclude`, exactly the tree every sandbox is given (paths, modes, contents)."""
+) -> tuple[RunDigests, HostTree]:
+    """The digests of one run's inputs, and the base tree they were taken of: `HostTree` of
+    `repo_dir` minus `exclude`, exactly the tree every sandbox is given (its digest covers
+    paths, modes and contents); the run checks its patch against the same scan."""
     tree = await HostTree.scan(repo_dir, exclude)
     base = await asyncio.to_thread(tree.digest)
-    return RunDigests(
+    digests = RunDigests(
         task_digest(title, body), base, policy_digest(policy), environment_key=environment_key
     )
+    return digests, tree

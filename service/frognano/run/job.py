@@ -22,6 +22,7 @@ from frognano.run.plan import Plan
 from frognano.run.replay_audit import ReplayAudit, ReplayOf
 from frognano.run.report import RunStage
 from frognano.run.runid import new_run_id
+from frognano.run.trees import HostTree
 from frognano.run.verification import Verification
 from frognano.run.workspace import Patch
 from frognano.sandbox.hostpaths import HostPaths
@@ -97,6 +98,8 @@ class RunState:
     error: str | None = None
     digests: RunDigests | None = None
     """The run's inputs as digests (run_info records them); None before they are taken."""
+    base_tree: HostTree | None = None
+    """The base as uploaded, scanned once for the digests and reused to check the patch."""
     replay: ReplayAudit | None = None
     """A replay's audit, filled in as the run goes; None unless `job.replay`."""
 

@@ -229,7 +229,9 @@ async def _agent_and_verify(
         # After the instructions: a link out of the tree fails the scan, and the report
         # should still say what the instructions were.
         key = run.environment.key if run.environment is not None else None
-        run.digests = await run_digests(job.title, job.body, job.policy, repo_dir, exclude, key)
+        run.digests, run.base_tree = await run_digests(
+            job.title, job.body, job.policy, repo_dir, exclude, key
+        )
         if run.replay is not None and (
             refused := run.replay.check_inputs(run.digests, run.host_paths)
         ):
@@ -266,7 +268,8 @@ async def _check_and_verify(  # noqa: PLR0917 - the run, its kind, then its part
     """Apply the diff to the base here, outside every sandbox; gate it; test it."""
     job = run.job
     stage("checking the patch")
-    base = await HostTree.scan(job.repo_dir, exclude)
+    # The scan the digests were taken of: the host's copy does not change during a run.
+    base = run.base_tree or await HostTree.scan(job.repo_dir, exclude)
     try:
         applied = await asyncio.to_thread(apply_diff, parse_diff(patch.diff), base)
     except ValueError as exc:
