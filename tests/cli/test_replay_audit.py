@@ -243,3 +243,19 @@ def test_timing_only_differences_are_normalised_and_named(
     report, _ = reports(tmp_path / "out")
     assert report["replay"]["reproduced"] is True
     assert "test-durations" in report["replay"]["normalisations"]
+
+
+def test_a_digest_taken_out_of_the_recording_is_named_not_passed_over(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    def edit(event: dict[str, Any]) -> None:
+        if event["event"] == "run_info":
+            del event["base_tree_sha256"]
+
+    forged = forge(recorded, tmp_path / "forged", edit)
+    done = replay(recorded, forged, tmp_path / "out")
+    assert "its base tree were NOT checked (not recorded)" in done.stderr
+    assert "the recording lacks the digest of the base tree" in done.stderr
+    report, markdown = reports(tmp_path / "out")
+    assert report["replay"]["checks"]["base_tree"]["status"] == "not recorded"
+    assert "the recording lacks the digest of the base tree" in markdown

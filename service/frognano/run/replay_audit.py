@@ -107,8 +107,19 @@ class ReplayAudit:
                     str(check["recorded"]),
                     str(check["replayed"]),
                 )
-        if task["status"] == "not recorded":
+        unrecorded = [
+            what
+            for check, what in ((task, "task"), (base, "base tree"), (policy, "policy"))
+            if check["status"] == "not recorded"
+        ]
+        if len(unrecorded) == 3:
             self.notes.append(_PREDATES)
+        elif unrecorded:
+            # FrogNano records all three or none: one missing was taken out of the file.
+            self.notes.append(
+                f"the recording lacks the digest of the {' and the '.join(unrecorded)}, which "
+                "FrogNano records with the others: not checked (the file was edited)"
+            )
         self.checks["frognano"] = _check(info.get("frognano"), digests.frognano)
         if self.checks["frognano"]["status"] == "differs":
             self.notes.append(
