@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -15,7 +16,6 @@ from typing import Any
 import pytest
 
 from frognano.agent.trajectory import read_events
-from frognano.run.digests import task_digest
 from tests.cli.test_solve import BUGGY, FIX, ISSUE, TESTS, environment, git, solve_argv
 from tests.fakes.model_server import ScriptedModelServer
 
@@ -154,7 +154,8 @@ def test_a_digest_edited_to_match_another_issue_still_diverges(
 
     def edit(event: dict[str, Any]) -> None:
         if event["event"] == "run_info":
-            event["task_sha256"] = task_digest("add() is slow", "Make add() faster.")
+            # docs/agent.md: sha256 of the title, a NUL byte and the body
+            event["task_sha256"] = hashlib.sha256(b"add() is slow\0Make add() faster.").hexdigest()
 
     forged = forge(recorded, tmp_path / "forged", edit)
     done = replay(recorded, forged, tmp_path / "out", issue=other)
