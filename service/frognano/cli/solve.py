@@ -110,7 +110,9 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         Path | None,
         typer.Option(
             help="Play back the model turns of a recorded trajectory.jsonl instead of asking a "
-            "model server (the tools, verification and gate run for real).",
+            "model server (the tools, verification and gate run for real), auditing the run "
+            "against it: the task, base tree and policy digests, then each tool call's "
+            "arguments and result; exit 1 at the first difference.",
             exists=True,
             dir_okay=False,
         ),
