@@ -471,6 +471,9 @@ def test_the_readmes_first_command_replays_the_recorded_run(tmp_path: Path) -> N
     )  # fmt: skip
     assert audit.returncode == 0, audit.stderr
     assert "reproduces" in audit.stderr
+    # Recorded before run_info named its inputs by digest: said, not passed over in silence.
+    assert "The replay REPRODUCES the steps and patch of its recording" in audit.stderr
+    assert "were NOT checked (not recorded)" in audit.stderr
     assert "byte for byte" in audit.stderr
     assert (tmp_path / "b" / "patch.diff").read_bytes() == (RECORDING / "patch.diff").read_bytes()
     other = tmp_path / "other.diff"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,36 @@ def _turn(event: dict[str, Any]) -> AssistantTurn:
     )
 
 
+@dataclass(frozen=True)
+class Recording:
+    """A recorded run's trajectory as a replay reads it: what it claims, step by step."""
+
+    path: Path
+    events: list[dict[str, Any]]
+
+    @classmethod
+    def load(cls, path: Path) -> Recording:
+        """The events of a trajectory file with at least one model turn, or ConfigError."""
+        try:
+            events = read_events(path).events
+        except OSError as exc:
+            raise ConfigError(f"cannot read the trajectory {path}: {exc.strerror}") from exc
+        if not any(event.get("event") == "assistant" for event in events):
+            raise ConfigError(
+                f"{path} records no model turn to replay; give the trajectory.jsonl of a run "
+                "(`frognano solve` or the worker write one)"
+            )
+        return cls(path, events)
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The recording's `run_info` (empty when it has none)."""
+        return next((e for e in self.events if e.get("event") == "run_info"), {})
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event.get("event") == kind]
+
+
 class ReplayModel:
     """Answers each request with the next recorded assistant turn; the tools still run, in a
     fresh sandbox, so what they do now is what the patch reflects."""
@@ -64,18 +95,12 @@ class ReplayModel:
     @classmethod
     def load(cls, path: Path) -> ReplayModel:
         """The assistant turns of a trajectory file, or ConfigError saying what is wrong."""
-        try:
-            events = read_events(path).events
-        except OSError as exc:
-            raise ConfigError(f"cannot read the trajectory {path}: {exc.strerror}") from exc
-        turns = [_turn(event) for event in events if event.get("event") == "assistant"]
-        if not turns:
-            raise ConfigError(
-                f"{path} records no model turn to replay; give the trajectory.jsonl of a run "
-                "(`frognano solve` or the worker write one)"
-            )
-        info = next((e for e in events if e.get("event") == "run_info"), {})
-        return cls(turns, path, info)
+        return cls.of(Recording.load(path))
+
+    @classmethod
+    def of(cls, recording: Recording) -> ReplayModel:
+        turns = [_turn(event) for event in recording.of_kind("assistant")]
+        return cls(turns, recording.path, recording.info)
 
     async def complete(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -32,11 +32,16 @@ class TrajectoryWriter:
     one partial last line, which `read_events` skips.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, observer: Callable[[str, Mapping[str, Any]], None] | None = None
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file: IO[bytes] | None = path.open("ab")
         self._started = time.monotonic()
+        self._observer = observer
+        """Shown each event once it is written: a replay's audit (replay_steps.py), which
+        raises into the loop to stop a run that diverged from its recording."""
 
     def write(self, event: str, **fields: Any) -> None:
         if self._file is None:
@@ -48,6 +53,8 @@ class TrajectoryWriter:
         }
         self._file.write(dumps(record) + b"\n")
         self._file.flush()
+        if self._observer is not None:
+            self._observer(event, fields)
 
     def close(self) -> None:
         if self._file is not None:

@@ -110,6 +110,17 @@ def facts(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
         rows.append(("sandbox", f"{sandbox.get('backend')}{mechanism}"))
     if info.get("policy"):
         rows.append(("policy", str(info["policy"])))
+    digests = [
+        f"{label} {str(info[key])[:12]}"
+        for label, key in (
+            ("task", "task_sha256"),
+            ("base tree", "base_tree_sha256"),
+            ("policy", "policy_sha256"),
+        )
+        if info.get(key)
+    ]
+    if digests:
+        rows.append(("inputs (sha256)", ", ".join(digests)))
     stats = _map(_first(events, "run_end").get("stats"))
     if stats:
         rows.append(("tokens in all", step_tokens(stats).replace("=", " ")))
@@ -185,6 +196,11 @@ def verdict(report: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     rows = [
         ("verdict", f"{'patch ready for review' if ready else 'no patch'}: {outcome.get('reason')}")
     ]
+    replay = _map(report.get("replay"))
+    if replay:
+        first = _map(replay.get("first_difference"))
+        said = "reproduced" if replay.get("reproduced") is True else "did NOT reproduce"
+        rows.append(("replay", f"{said}{': ' + str(first.get('headline')) if first else ''}"))
     patch = _map(report.get("patch"))
     if patch:
         files = patch.get("files")

@@ -30,6 +30,7 @@ from frognano.settings import Settings
 if TYPE_CHECKING:
     from frognano.run.baselines import BaselineCache
     from frognano.run.pipeline import SolveOutcome
+    from frognano.run.report import ReplayRecord
 
 
 def _with_model(settings: Settings, url: str | None, name: str | None) -> Settings:
@@ -109,7 +110,9 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         Path | None,
         typer.Option(
             help="Play back the model turns of a recorded trajectory.jsonl instead of asking a "
-            "model server (the tools, verification and gate run for real).",
+            "model server (the tools, verification and gate run for real), auditing the run "
+            "against it: the task, base tree and policy digests, then each tool call's "
+            "arguments and result; exit 1 at the first difference.",
             exists=True,
             dir_okay=False,
         ),
@@ -165,11 +168,12 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     """
     # Imported here: the model client's dependencies take a second to import, which every
     # other command would pay for nothing.
-    from frognano.agent.replay import ReplayModel  # noqa: PLC0415
+    from frognano.agent.replay import Recording, ReplayModel  # noqa: PLC0415
     from frognano.cli.progress import LiveProgress  # noqa: PLC0415
     from frognano.run.job import SolveJob  # noqa: PLC0415
     from frognano.run.pipeline import solve  # noqa: PLC0415
     from frognano.run.ports import RunPorts, fixed_model  # noqa: PLC0415
+    from frognano.run.replay_audit import ReplayOf  # noqa: PLC0415
     from frognano.run.runid import new_run_id  # noqa: PLC0415
 
     settings = _settings(ctx)
@@ -202,6 +206,12 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
             )
     except ConfigError as exc:
         _fail(str(exc), 2)
+    recording: Recording | None = None
+    if replay is not None:
+        try:
+            recording = Recording.load(replay)
+        except ConfigError as exc:
+            _fail(str(exc), 2)
     run_id = new_run_id()
     job = SolveJob(
         repo_dir=repo_dir,
@@ -216,25 +226,25 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
         repo_venv=repo_venv,
         run_id=run_id,
         baseline_cache=_baseline_cache(settings),
+        replay=None
+        if recording is None
+        else ReplayOf(recording, expect_patch.read_bytes() if expect_patch else None),
     )
     err = _console(stderr=True)
     live = LiveProgress(err, policy.agent.max_steps) if err.is_terminal else None
 
-    played: ReplayModel | None = None
-    if replay is not None:
-        try:
-            played = ReplayModel.load(replay)
-        except ConfigError as exc:
-            _fail(str(exc), 2)
+    ports = RunPorts.from_settings(settings)
+    if recording is not None:
+        played = ReplayModel.of(recording)
         _say(
             err,
             f"Replaying {len(played.turns)} recorded model turns from {replay}: no model server "
-            "is asked; the tools, the tests and the gate run for real.",
+            "is asked; the tools, the tests and the gate run for real, and each tool call's "
+            "arguments and result are compared with the recording's.",
         )
-
-    ports = RunPorts.from_settings(settings)
-    if played is not None:
-        ports = RunPorts(fixed_model(played, played.describe()), ports.sandboxes)
+        ports = RunPorts(
+            fixed_model(played, played.describe()), ports.sandboxes, ports.environments
+        )
 
     async def go() -> SolveOutcome:
         if live is None:
@@ -255,6 +265,12 @@ def _report_outcome(outcome: SolveOutcome, err: Console, expect_patch: Path | No
         if (outcome.out_dir / name).is_file()
     ]
     _say(err, f"Results in {outcome.out_dir}/ ({', '.join(written) or 'nothing written'})")
+    replayed: ReplayRecord | None = report.get("replay")
+    if replayed is not None:
+        from frognano.run.replay_report import replay_lines  # noqa: PLC0415
+
+        for line in replay_lines(replayed):
+            _say(err, line)
     if expect_patch is not None:
         produced = outcome.out_dir / "patch.diff"
         same = produced.is_file() and produced.read_bytes() == expect_patch.read_bytes()
@@ -265,6 +281,8 @@ def _report_outcome(outcome: SolveOutcome, err: Console, expect_patch: Path | No
         )
         if not same:
             _fail(f"the patch differs from {expect_patch} (see {produced})", 1)
+    if replayed is not None and not replayed["reproduced"]:
+        _fail(outcome.reason, 1)  # "the replay did not reproduce the recording: ..."
     if not outcome.patch_ready:
         _fail(f"no patch: {outcome.reason}", 1)
     patch, verification = report["patch"], report["verification"]

@@ -45,9 +45,11 @@ def trajectory_replay(  # noqa: PLR0917 - typer maps each parameter to an argume
         typer.Option(metavar="DIR", help="Folder for the replay's results (default: a new run's)."),
     ] = None,
 ) -> None:
-    """Re-execute a recorded run's tool calls in a fresh sandbox, then verification and the
-    gate, and say whether that reproduces the recorded patch byte for byte: "this pull
-    request's patch is what this trajectory produces". Exit 0 when it does, 1 when not."""
+    """Audit a recorded run: check the task, base tree and policy digests it records,
+    re-execute its tool calls in a fresh sandbox comparing each call's arguments and result
+    with the recorded ones, then verification and the gate, and compare the patch byte for
+    byte: "this pull request's patch is what this trajectory produces". The first difference
+    is named with both versions. Exit 0 when it reproduces, 1 when not."""
     expected = patch if patch is not None else trajectory.parent / "patch.diff"
     if not expected.is_file():
         _fail(f"no recorded patch at {expected}; pass the one to compare with --patch", 2)

@@ -13,13 +13,16 @@ from frognano.agent.untrusted import Hidden
 from frognano.policy.gate.findings import Finding
 from frognano.policy.models import EffectivePolicy
 from frognano.run.baselines import BaselineCache
+from frognano.run.digests import RunDigests
 from frognano.run.environment.record import EnvironmentUse
 from frognano.run.followup import FollowUp
 from frognano.run.instructions import Instructions
 from frognano.run.leftout import LeftOutLink
 from frognano.run.plan import Plan
+from frognano.run.replay_audit import ReplayAudit, ReplayOf
 from frognano.run.report import RunStage
 from frognano.run.runid import new_run_id
+from frognano.run.trees import HostTree
 from frognano.run.verification import Verification
 from frognano.run.workspace import Patch
 from frognano.sandbox.hostpaths import HostPaths
@@ -63,6 +66,9 @@ class SolveJob:
     because they lead outside it (the worker's download leaves them out): named in the
     reports, and no patch may touch them (leftout.py). A local checkout has none: `solve`
     refuses such a link instead."""
+    replay: ReplayOf | None = None
+    """A replay's recording (`solve --replay`): its model turns are played back and the run
+    is audited against it (replay_audit.py); None for a run of a model."""
 
 
 @dataclass
@@ -90,3 +96,13 @@ class RunState:
     verification: Verification | None = None
     findings: list[Finding] | None = None
     error: str | None = None
+    digests: RunDigests | None = None
+    """The run's inputs as digests (run_info records them); None before they are taken."""
+    base_tree: HostTree | None = None
+    """The base as uploaded, scanned once for the digests and reused to check the patch."""
+    replay: ReplayAudit | None = None
+    """A replay's audit, filled in as the run goes; None unless `job.replay`."""
+
+    def __post_init__(self) -> None:
+        if self.job.replay is not None and self.replay is None:
+            self.replay = ReplayAudit(self.job.replay.recording, self.job.replay.expected_patch)

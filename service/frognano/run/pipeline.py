@@ -22,6 +22,7 @@ from frognano.policy.gate.diff import parse_diff
 from frognano.policy.models import AgentPolicy, quantity_bytes
 from frognano.run.apply import AppliedFile, apply_diff
 from frognano.run.collector import COLLECTOR_MODULE, collector_source
+from frognano.run.digests import run_digests
 from frognano.run.environment.stage import EnvironmentRequest, use_environment
 from frognano.run.followup import FollowUpResult
 from frognano.run.gatecheck import check_patch
@@ -36,6 +37,7 @@ from frognano.run.reports import build_report, write_reports
 from frognano.run.sandbox_policy import sandbox_spec
 from frognano.run.trees import HostTree
 from frognano.run.variants import Variant, variant_for
+from frognano.run.verdict import verdict
 from frognano.run.verification import verify
 from frognano.run.workspace import (
     Patch,
@@ -224,6 +226,17 @@ async def _agent_and_verify(
         run.instructions = await asyncio.to_thread(
             read_instructions, repo_dir, job.policy.agent, exclude, outside
         )
+        # After the instructions: a link out of the tree fails the scan, and the report
+        # should still say what the instructions were.
+        key = run.environment.key if run.environment is not None else None
+        run.digests, run.base_tree = await run_digests(
+            job.title, job.body, job.policy, repo_dir, exclude, key
+        )
+        if run.replay is not None and (
+            refused := run.replay.check_inputs(run.digests, run.host_paths)
+        ):
+            run.error = f"the replay stopped before the agent ran: {refused}"
+            return
         with _timed(run, "prepare"):
             setup = " and running the policy's setup" if job.policy.sandbox.setup else ""
             stage(f"copying the repository{setup}")
@@ -237,8 +250,9 @@ async def _agent_and_verify(
             with _timed(run, "diff"):
                 run.patch = await collect_patch(box, run.base_commit)
                 await variant.collect(box)
-    if run.patch is None or run.patch.empty or variant.unchanged():
-        return
+    diverged = run.replay is not None and run.replay.steps.difference is not None
+    if run.patch is None or run.patch.empty or variant.unchanged() or diverged:
+        return  # a replay that diverged is not ready whatever the tests say: not run
     await _check_and_verify(run, variant, run.patch, sandboxes, options, exclude, stage)
 
 
@@ -254,7 +268,8 @@ async def _check_and_verify(  # noqa: PLR0917 - the run, its kind, then its part
     """Apply the diff to the base here, outside every sandbox; gate it; test it."""
     job = run.job
     stage("checking the patch")
-    base = await HostTree.scan(job.repo_dir, exclude)
+    # The scan the digests were taken of: the host's copy does not change during a run.
+    base = run.base_tree or await HostTree.scan(job.repo_dir, exclude)
     try:
         applied = await asyncio.to_thread(apply_diff, parse_diff(patch.diff), base)
     except ValueError as exc:
@@ -297,11 +312,14 @@ async def _run_agent(
 ) -> None:
     limits, sampling = limits_for(run.job.policy.agent)
     job = run.job
-    with TrajectoryWriter(job.out_dir / "trajectory.jsonl") as trajectory, _timed(run, "agent"):
+    audit = run.replay.steps.observe if run.replay is not None else None
+    path = job.out_dir / "trajectory.jsonl"
+    with TrajectoryWriter(path, observer=audit) as trajectory, _timed(run, "agent"):
         trajectory.write(
             "run_info",
             run_id=job.run_id,
             frognano=__version__,
+            **(dict(run.digests.record()) if run.digests is not None else {}),
             repo=job.repo,
             repo_dir=str(job.repo_dir.resolve()),
             base_commit=run.base_commit,
@@ -333,6 +351,8 @@ async def _run_agent(
 
 
 def _finish(run: RunState, variant: Variant) -> SolveOutcome:
+    if run.replay is not None:
+        run.replay.conclude(run.patch.diff if run.patch is not None else None)
     patch_ready, reason = verdict(run, variant)
     total = time.monotonic() - run.started
     report = build_report(run, patch_ready, reason, total, variant.record(run.patch))
@@ -340,34 +360,6 @@ def _finish(run: RunState, variant: Variant) -> SolveOutcome:
     changes = run.plan.published if patch_ready and run.plan else ()
     result = variant.result(run.patch) if patch_ready else None
     return SolveOutcome(patch_ready, reason, report, run.job.out_dir, changes, result)
-
-
-def verdict(run: RunState, variant: Variant) -> tuple[bool, str]:  # noqa: PLR0911 - one return per outcome
-    """A patch is ready when it is not empty, the gate passes and the policy's `require`
-    rule held in verification."""
-    if run.error is not None:
-        return False, run.error
-    agent = run.agent
-    if agent is None:
-        return False, "the agent did not run"
-    if agent.stop_reason is StopReason.SANDBOX_ERROR:
-        return False, agent.detail
-    if run.patch is None or run.patch.empty or variant.unchanged():
-        if (undone := variant.empty_reason()) is not None:
-            return False, undone
-        if agent.stop_reason is StopReason.COMPLETED:
-            return False, "the agent finished without changing any file"
-        return False, f"the agent stopped ({agent.detail}) without changing any file"
-    said = variant.blocked(run.findings or [])
-    if said:
-        return False, f"the gate blocked the patch: {'; '.join(said)}"
-    if run.verification is None or not run.verification.held:
-        why = run.verification.reason if run.verification else "not verified"
-        return False, f"verification failed ({run.job.policy.verify.require}): {why}"
-    reason = f"the gate passed and verification held: {run.verification.reason}"
-    if agent.stop_reason is not StopReason.COMPLETED:
-        reason += f" (the agent stopped early: {agent.detail})"
-    return True, reason
 
 
 class _timed:

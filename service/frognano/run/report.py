@@ -26,6 +26,10 @@ __all__ = [
     "OutcomeRecord",
     "PatchRecord",
     "PolicyRecord",
+    "ReplayCheckRecord",
+    "ReplayChecksRecord",
+    "ReplayDifferenceRecord",
+    "ReplayRecord",
     "RunReport",
     "RunStage",
     "SandboxRecord",
@@ -272,6 +276,58 @@ class FollowUpRecord(TypedDict):
     """The gate's findings about the increment; `gate` holds the cumulative diff's."""
 
 
+ReplayCheckStatus = Literal["same", "differs", "not recorded", "not compared"]
+"""`not recorded`: the recording predates the field; `not compared`: nothing to compare with."""
+
+
+class ReplayCheckRecord(TypedDict):
+    status: ReplayCheckStatus
+    recorded: str | None
+    replayed: str | None
+
+
+class ReplayChecksRecord(TypedDict):
+    """What a replay compared with its recording. `task`, `base_tree` and `policy` that
+    differ stop the replay before the agent runs; `frognano` and `environment` are notes."""
+
+    task: ReplayCheckRecord
+    base_tree: ReplayCheckRecord
+    policy: ReplayCheckRecord
+    frognano: ReplayCheckRecord
+    environment: ReplayCheckRecord
+    steps: ReplayCheckRecord
+    """recorded/replayed: how many tool calls each has (the replay's up to the first
+    difference: it stops there)."""
+    patch: ReplayCheckRecord
+    """The recorded patch's sha256 against the replay's (`not compared` without one)."""
+
+
+class ReplayDifferenceRecord(TypedDict):
+    """The first thing that differs: a run input, a step's field, the run's end or the patch."""
+
+    what: str
+    """`task`, `base_tree`, `policy`, `patch`, `steps`, `stop_reason`, or a tool call's
+    `arguments`, `result`, `name`, `is_error`, `executed`."""
+    step: int | None
+    tool: str | None
+    call_id: str | None
+    headline: str
+    recorded: str
+    replayed: str
+    diff: str
+    """A unified diff of the two versions, after the normalisations (cut)."""
+
+
+class ReplayRecord(TypedDict):
+    recording: str
+    reproduced: bool
+    first_difference: ReplayDifferenceRecord | None
+    normalisations: list[str]
+    """The normalisations that changed a compared text (docs/agent.md lists them all)."""
+    checks: ReplayChecksRecord
+    notes: list[str]
+
+
 class RunReport(TypedDict):
     """report.json. `patch`, `verification` and `gate` are None when the run did not get
     that far; `stop_reason` is None when the agent never ran."""
@@ -313,3 +369,5 @@ class RunReport(TypedDict):
     error: str | None
     follow_up: NotRequired[FollowUpRecord]
     """Only in a follow-up's report: a first run's has no such key."""
+    replay: NotRequired[ReplayRecord]
+    """Only in a replay's report (`solve --replay`, `trajectory replay`)."""

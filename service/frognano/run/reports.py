@@ -14,6 +14,7 @@ from frognano.run.inputs import hidden_md, hidden_records, left_out_md
 from frognano.run.instructions import instructions_line
 from frognano.run.job import RunState
 from frognano.run.outcomes import TestRun
+from frognano.run.replay_report import replay_md
 from frognano.run.report import (
     ComparisonList,
     ComparisonRecord,
@@ -100,6 +101,8 @@ def build_report(
     }
     if follow_up is not None:
         report["follow_up"] = follow_up
+    if run.replay is not None:
+        report["replay"] = run.replay.record()
     return report
 
 
@@ -233,6 +236,7 @@ def render_markdown(report: RunReport) -> str:
         + "".join(f"; `{h['placeholder']}` is {h['path']}" for h in sandbox["host_paths"]),
         *environment_md(sandbox),
         "",
+        *replay_md(report),
         "## The agent's summary",
         "",
         report["summary"] or "_The agent wrote no summary._",
