@@ -55,7 +55,7 @@ def test_every_cli_command_is_in_the_readme() -> None:
 
 def test_readme_has_the_ci_test_command() -> None:
     block = README.split("<!-- ci:test-command -->", 1)[1].split("```")[1]
-    assert block.strip().splitlines()[1:] == ["python -m pytest"]
+    assert block.strip().splitlines()[1:] == ["python -m pytest -n 2 --dist loadgroup"]
 
 
 def _markdown_files() -> list[Path]:
