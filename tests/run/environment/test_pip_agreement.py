@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import shlex
 from typing import Any
 
@@ -20,9 +21,9 @@ def pip_decode(data: bytes) -> str:
     decode = getattr(req_file, "_decode_req_file", None)
     if decode is not None:
         return str(decode(data, "requirements.txt"))
-    from pip._internal.utils.encoding import auto_decode
-
-    return str(auto_decode(data))
+    # Older pips only; imported by name, since newer ones (and so the type checker) lack it.
+    older: Any = importlib.import_module("pip._internal.utils.encoding")
+    return str(older.auto_decode(data))
 
 
 TEXTS = [
