@@ -374,3 +374,19 @@ def test_a_build_that_copies_the_index_token_into_the_environment_is_refused(
     assert "the index token was written into the environment (leak.txt)" in done.stderr
     assert not list(cache.glob("*.json")), "the leaking environment was kept"
     assert TOKEN not in done.stdout + done.stderr
+
+
+def test_an_index_that_does_not_answer_is_named_for_the_admins(tmp_path: Path) -> None:
+    server, port = _listener()
+    server.close()  # a port where nothing listens: the admins' URL is wrong, or the index down
+    repo = make_repo(tmp_path / "project", {})
+    url = f"http://127.0.0.1:{port}/simple/"
+    done = subprocess.run(
+        [sys.executable, "-m", "frognano", "env", "build", str(repo), "--index-url", url],
+        env=env_for(None, tmp_path, tmp_path / "envcache"),
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"The approved host 127.0.0.1:{port} did not answer (connection refused)" in said
+    assert "check environment.index_url" in said

@@ -181,6 +181,13 @@ async def _install(
         "index host (policy environment.index_url and environment.extra_urls)."
         for attempt in proxy.refused
     )
+    # An approved host that did not answer is the admins' to fix (a wrong URL, an index down).
+    unreachable = {(a.host, a.port): a.detail for a in proxy.failed}
+    refused += "".join(
+        f"\nThe approved host {host}:{port} did not answer ({detail}): check "
+        "environment.index_url and that the index is running."
+        for (host, port), detail in unreachable.items()
+    )
     raise EnvironmentBuildError(
         f"the install command `{command}` {status}{package}.{refused}\n"
         f"The last lines of its output:\n{_tail(result.output)}"
