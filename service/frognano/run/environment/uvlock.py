@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,12 +19,16 @@ from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from frognano.run.environment.declared import wanted_names
 
 __all__ = ["LockPins", "uv_lock_pins"]
 
 MAX_PATHS = 8
+# A canonical name (packaging.utils.canonicalize_name) and a digest pip accepts after --hash=.
+_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_HASH = re.compile(r"^(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$")
 _ROOT_SOURCES = ("editable", "virtual")
 
 Condition = frozenset[str]
@@ -39,6 +44,26 @@ class LockPins:
 
     def text(self) -> str:
         return "".join(f"{line}\n" for line in self.lines)
+
+    def add(
+        self, lock: str, name: str, version: str, hashes: list[str], marker: str | None
+    ) -> None:
+        """Pin `name==version` with its hashes (and the marker pip checks), or leave it out with
+        a note. Every value comes from the repository's lock and ends up on a line pip parses:
+        only a valid name, version and hash get there, never a newline or an option."""
+        if not _NAME.match(name):
+            self.notes.append(f"{lock}: {name!r} is not a package name; left out")
+            return
+        try:
+            Version(version)
+        except InvalidVersion:
+            self.notes.append(f"{lock}: {name} {version!r} is not a version; left out")
+            return
+        if not hashes or not all(_HASH.match(h) for h in hashes):
+            self.notes.append(f"{lock}: {name} {version} has no valid hash; left out")
+            return
+        line = f"{name}=={version}" + (f" ; {marker}" if marker else "")
+        self.lines.append(line + "".join(f" --hash={h}" for h in hashes))
 
 
 @dataclass
@@ -135,9 +160,7 @@ def uv_lock_pins(document: dict[str, Any]) -> LockPins | None:
         queue.extend((child, condition) for child in follow if isinstance(child, dict))
     for (name, version), found in sorted(conditions.items()):
         package = next(p for p in by_name[name] if p.version == version)
-        line = _pin(package, found, pins)
-        if line is not None:
-            pins.lines.append(line)
+        _pin(package, found, pins)
     return pins
 
 
@@ -157,19 +180,15 @@ def _covered(known: set[Condition], condition: Condition) -> bool:
     return any(other <= condition for other in known)
 
 
-def _pin(package: _Package, found: set[Condition], pins: LockPins) -> str | None:
+def _pin(package: _Package, found: set[Condition], pins: LockPins) -> None:
     if "registry" not in package.source:
         kind = next(iter(package.source), "no source")
         pins.notes.append(
             f"uv.lock: {package.name} comes from a {kind} source, not an index; left out"
         )
-        return None
-    hashes = package.hashes()
-    if not hashes:
-        pins.notes.append(f"uv.lock: {package.name} {package.version} has no hash; left out")
-        return None
-    line = f"{package.name}=={package.version}"
+        return
+    marker = None
     if frozenset() not in found:
         alternatives = sorted(" and ".join(f"({m})" for m in sorted(c)) for c in found)
-        line += " ; " + " or ".join(f"({a})" for a in alternatives)
-    return line + "".join(f" --hash={h}" for h in hashes)
+        marker = " or ".join(f"({a})" for a in alternatives)
+    pins.add("uv.lock", package.name, package.version, package.hashes(), marker)
