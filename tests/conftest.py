@@ -58,13 +58,7 @@ def require_mechanism(name: str) -> None:
 
 
 def options_for(mechanism: str, **kwargs: object) -> SandboxOptions:
-    """Options that work for `mechanism` on this host.
-
-    bwrap started by root drops to an unprivileged uid, which cannot reach a Python installed
-    under /root (pyenv); the system's own /usr Python serves those tests instead.
-    """
-    if mechanism == "bwrap" and os.geteuid() == 0 and "python_env" not in kwargs:
-        kwargs["python_env"] = Path("/usr")
+    """Options for `mechanism` on this host."""
     return SandboxOptions(local_mechanism=mechanism, **kwargs)  # type: ignore[arg-type]
 
 

@@ -475,10 +475,7 @@ class FakeKube:
         if self._sandbox_options is not None:
             return self._sandbox_options
         mechanism = choose_mechanism(self.mechanism)
-        # bwrap started by root drops to an unprivileged uid that cannot reach a Python under
-        # /root (pyenv); the system's /usr Python serves instead (as tests/conftest.py does).
-        python_env = Path("/usr") if mechanism == "bwrap" and os.geteuid() == 0 else None
-        return SandboxOptions(local_mechanism=mechanism, python_env=python_env)
+        return SandboxOptions(local_mechanism=mechanism)
 
     async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The app behind a bearer-token check, remembering each WebSocket's transport."""

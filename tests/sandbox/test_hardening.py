@@ -21,7 +21,7 @@ from frognano.sandbox.keyring import join_fresh_session_keyring
 from frognano.sandbox.local import LocalSandbox
 from frognano.sandbox.options import MiB
 from frognano.sandbox.seccomp import denied_names
-from tests.conftest import STRICT, MakeSandbox, options_for, require_mechanism
+from tests.conftest import STRICT, MakeSandbox, options_for
 from tests.sandbox.hardening_probes import (
     MOUNTS_PROBE,
     SYSCALL_PROBE,
@@ -153,23 +153,6 @@ async def test_shm_is_capped_and_fresh_for_every_command(make_sandbox: MakeSandb
     assert "No space left on device" in full.output
     assert full.output.split()[-1] == "1"
     assert gone.output.strip() == "0"
-
-
-async def test_workspace_tmp_and_home_share_the_disk_cap() -> None:
-    """The unshare mechanism's own filesystem; bwrap keeps files on the host disk, where only
-    the per-file size limit holds (docs/sandbox.md)."""
-    require_mechanism("unshare")
-    options = options_for("unshare", limits=SandboxLimits(disk_bytes=32 * MiB))
-    async with await LocalSandbox.create(options) as box:
-        result = await box.exec(
-            "head -c 20000000 /dev/zero > /workspace/a && echo one;"
-            "head -c 20000000 /dev/zero > /tmp/b || echo refused;"
-            "df --output=fstype,size -k /workspace | tail -1"
-        )
-    assert "one" in result.output
-    assert "No space left on device" in result.output
-    assert "refused" in result.output
-    assert result.output.split()[-2] in ("ext4", "tmpfs")
 
 
 # Every mount point a sandbox may have, besides the Python environment's folders.

@@ -24,6 +24,7 @@ from frognano.errors import SandboxUnavailable
 from frognano.sandbox.egress import Destination, EgressProxy
 from frognano.sandbox.isolation import choose_mechanism
 from frognano.sandbox.local import LocalSandbox
+from frognano.sandbox.options import SandboxLimits
 from tests.conftest import STRICT, options_for, require_mechanism
 
 NOBODY = 65534
@@ -42,28 +43,30 @@ def test_root_prefers_unshare() -> None:
     assert choose_mechanism("auto") == "unshare"
 
 
-async def test_bwrap_as_root_refuses_unreachable_python(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_bwrap_as_root_reaches_a_python_only_root_can_read(tmp_path: Path) -> None:
+    """bwrap started by root runs in the same held namespace as unshare: the holder, as root,
+    binds the Python environment, so a pyenv under a 0700 folder works; inside, the sandbox's
+    uid is 10001 and the disk is the capped filesystem."""
     if os.geteuid() != 0:
-        pytest.skip("only root drops privileges before bwrap")
+        pytest.skip("only root launches sandboxes as another uid")
     require_mechanism("bwrap")
     hidden = tmp_path / "private"
     (hidden / "env" / "bin").mkdir(parents=True)
     (hidden / "env" / "bin" / "python").symlink_to(SYSTEM_PYTHON)
     hidden.chmod(0o700)
-    # A temporary folder of this test's own, so other tests' sandboxes (running at the same
-    # time) cannot look like a host folder this failed creation left behind.
-    own_tmp = Path(tempfile.mkdtemp(prefix="frognano-test-tmp-"))
-    own_tmp.chmod(0o1777)
-    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
-    try:
-        with pytest.raises(SandboxUnavailable, match=r"cannot reach .*private/env"):
-            await LocalSandbox.create(options_for("bwrap", python_env=hidden / "env"))
-        assert not list(own_tmp.glob("frognano-sandbox-*"))
-    finally:
-        monkeypatch.undo()
-        shutil.rmtree(own_tmp, ignore_errors=True)
+    limits = SandboxLimits(disk_bytes=64 << 20)
+    options = options_for("bwrap", python_env=hidden / "env", limits=limits)
+    async with await LocalSandbox.create(options) as box:
+        result = await box.exec(
+            f"{hidden}/env/bin/python -c 'import os; print(os.getuid())';"
+            "df -k --output=size /workspace | tail -1; grep ^Groups: /proc/self/status"
+        )
+    assert box.mechanism == "bwrap"
+    assert result.ok, result.output
+    uid, size, groups = result.output.splitlines()
+    assert uid == "10001"
+    assert 0 < int(size) <= 64 << 10
+    assert groups.split() == ["Groups:"]
 
 
 @pytest.fixture
@@ -84,10 +87,16 @@ def public_copy() -> Iterator[Path]:
 
 
 def _as_nobody(
-    code: str, pythonpath: Path, path_env: str, groups: tuple[int, ...] = ()
+    code: str,
+    pythonpath: Path,
+    path_env: str,
+    groups: tuple[int, ...] = (),
+    *,
+    uid: int = NOBODY,
+    gid: int = NOBODY,
 ) -> subprocess.CompletedProcess[str]:
-    """Run Python `code` as nobody, as a laptop user would run FrogNano; `groups` are
-    supplementary groups that user keeps."""
+    """Run Python `code` as nobody (or `uid`), as a laptop user would run FrogNano; `groups`
+    are supplementary groups that user keeps."""
     if os.geteuid() != 0 or not SYSTEM_PYTHON.exists():
         msg = "needs root (to become nobody) and the system's /usr/bin/python3"
         if STRICT:
@@ -96,8 +105,8 @@ def _as_nobody(
     return subprocess.run(
         [
             shutil.which("setpriv") or "/usr/bin/setpriv",
-            f"--reuid={NOBODY}",
-            f"--regid={NOBODY}",
+            f"--reuid={uid}",
+            f"--regid={gid}",
             f"--groups={','.join(map(str, groups))}" if groups else "--clear-groups",
             "--",
             str(SYSTEM_PYTHON),

@@ -1,4 +1,4 @@
-"""The unshare mechanism: a mount namespace root builds once per sandbox, entered per command."""
+"""Root's sandboxes: a mount namespace root builds once per sandbox, entered per command."""
 
 from __future__ import annotations
 
@@ -74,11 +74,22 @@ exec sleep infinity
 
 class UnshareLauncher:
     """Root only: one held mount namespace per sandbox; each command is bwrap in it, started
-    as the sandbox's host uid by nsenter (which also clears supplementary groups)."""
+    as the sandbox's host uid by nsenter (which also clears supplementary groups).
 
-    name = "unshare"
+    Both root mechanisms use it: `unshare` shows the host uid inside as well, `bwrap` maps
+    it onto INNER_UID (its `inner_uid`)."""
 
-    def __init__(self, layout: Layout, host_uid: int, disk_bytes: int, shm_bytes: int) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        host_uid: int,
+        disk_bytes: int,
+        shm_bytes: int,
+        *,
+        inner_uid: int | None = None,
+        name: str = "unshare",
+    ) -> None:
+        self.name = name
         self._layout = layout
         self._uid = host_uid
         self._disk_bytes = disk_bytes
@@ -97,7 +108,9 @@ class UnshareLauncher:
             environment=None if layout.environment is None else HELD / "environment",
             egress=None if layout.egress is None else HELD / "egress",
         )
-        self._bwrap = bwrap_args(layout, sources, host_uid, shm_bytes)
+        self._bwrap = bwrap_args(
+            layout, sources, host_uid if inner_uid is None else inner_uid, shm_bytes
+        )
 
     @property
     def holder_pid(self) -> int | None:
@@ -112,29 +125,7 @@ class UnshareLauncher:
             str(layout.environment or "-"), "rw" if layout.environment_writable else "ro",
             str(layout.egress or "-"), *map(str, layout.readonly),
         ]  # fmt: skip
-        self._holder = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=LAUNCH_ENV,
-            start_new_session=True,
-        )
-        stdout, stderr = self._holder.stdout, self._holder.stderr
-        if stdout is None or stderr is None:
-            raise SandboxStartError("the namespace holder has no pipes")
-        try:
-            line = await asyncio.wait_for(stdout.readline(), timeout=30)
-        except TimeoutError:
-            line = b""
-        words = line.split()
-        if len(words) != 2 or words[0] != b"ready":
-            await self.stop()
-            detail = (await stderr.read()).decode("utf-8", "replace").strip()
-            raise SandboxStartError(
-                f"could not build the sandbox's file systems: {detail or 'no output'}"
-            )
-        self.storage_kind = words[1].decode()
+        self._holder, self.storage_kind = await start_holder(argv)
 
     def argv(self, init_args: Sequence[str], seccomp_fd: int) -> list[str]:
         if self._holder is None:
@@ -146,9 +137,42 @@ class UnshareLauncher:
         ]  # fmt: skip
 
     async def stop(self) -> None:
-        holder = self._holder
-        if holder is None or holder.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(holder.pid, signal.SIGKILL)
-        await holder.wait()
+        await stop_holder(self._holder)
+
+
+async def start_holder(argv: Sequence[str]) -> tuple[asyncio.subprocess.Process, str]:
+    """Start a namespace holder and wait for its `ready KIND` line; SandboxStartError with
+    its own words when it does not say that."""
+    holder = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=LAUNCH_ENV,
+        start_new_session=True,
+    )
+    stdout, stderr = holder.stdout, holder.stderr
+    if stdout is None or stderr is None:
+        await stop_holder(holder)
+        raise SandboxStartError("the namespace holder has no pipes")
+    try:
+        line = await asyncio.wait_for(stdout.readline(), timeout=30)
+    except TimeoutError:
+        line = b""
+    words = line.split()
+    if len(words) != 2 or words[0] != b"ready":
+        await stop_holder(holder)
+        detail = (await stderr.read()).decode("utf-8", "replace").strip()
+        raise SandboxStartError(
+            f"could not build the sandbox's file systems: {detail or 'no output'}"
+        )
+    return holder, words[1].decode()
+
+
+async def stop_holder(holder: asyncio.subprocess.Process | None) -> None:
+    """Kill a holder and everything in its process group (its mounts go with it)."""
+    if holder is None or holder.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(holder.pid, signal.SIGKILL)
+    await holder.wait()

@@ -130,16 +130,6 @@ def _drop_privileges(uid: int) -> list[str]:
     ]  # fmt: skip
 
 
-def _reachable_by_others(path: Path) -> bool:
-    """Whether a uid that is neither owner nor group can list `path` (search every parent)."""
-    try:
-        if path.stat().st_mode & 0o005 != 0o005:
-            return False
-        return all(parent.stat().st_mode & 0o001 for parent in path.parents)
-    except OSError:
-        return False
-
-
 @functools.cache
 def bwrap_problem(as_uid: int | None) -> str | None:
     """None when bwrap can create an unprivileged sandbox here, else what went wrong."""
@@ -177,29 +167,69 @@ def unshare_problem() -> str | None:
     return None
 
 
+@functools.cache
+def holder_problem() -> str | None:
+    """None when this user can hold a user and mount namespace with a tmpfs in it."""
+    missing = [tool for tool in ("unshare", "nsenter", "mount") if shutil.which(tool) is None]
+    if missing:
+        return f"missing {', '.join(missing)} (Debian: apt-get install util-linux mount)"
+    done = _run_quiet(
+        [*"unshare --user --map-root-user --mount --propagation private --".split(),
+         "mount", "-t", "tmpfs", "-o", "size=1m", "frognano-probe", "/mnt"]
+    )  # fmt: skip
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
+        return f"`unshare --user --mount` with a tmpfs failed: {detail}"
+    return None
+
+
+@functools.cache
+def groups_problem() -> str | None:
+    """None when this user's supplementary groups can be dropped inside a user namespace:
+    that takes newuidmap/newgidmap (Debian: uidmap) and subordinate ids in /etc/subuid and
+    /etc/subgid, which let the namespace allow setgroups."""
+    missing = [tool for tool in ("newuidmap", "newgidmap") if shutil.which(tool) is None]
+    if missing:
+        return f"{' and '.join(missing)} missing (Debian: apt-get install uidmap)"
+    done = _run_quiet(
+        [*"unshare --user --map-root-user --map-auto --".split(),
+         "setpriv", "--clear-groups", "true"]
+    )  # fmt: skip
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
+        return (
+            f"{detail} (this user needs subordinate ids in /etc/subuid and /etc/subgid, "
+            "e.g. `usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER`)"
+        )
+    return None
+
+
 def choose_mechanism(requested: str) -> str:
     """Pick `bwrap` or `unshare` for this host, or raise SandboxUnavailable saying how to fix it.
 
-    As root, `auto` picks unshare: root builds a mount namespace holding a size-capped
-    filesystem for the sandbox's files and the Python environment wherever it lives, and each
-    command is a bwrap sandbox entered as a fresh unprivileged host uid. Plain bwrap started
-    by root drops to such a uid too, but finds only paths every user can reach and has no
-    total disk cap. Otherwise `auto` picks bwrap.
+    Every sandbox holds a namespace whose size-capped filesystem holds the workspace, /tmp and
+    home, and each command is a bwrap sandbox entered in it. As root that is a mount namespace
+    with a capped ext4 (holder.py) and commands run as a fresh unprivileged host uid: `unshare`
+    shows that uid inside, `bwrap` maps it onto 10001; `auto` picks `unshare`. An ordinary
+    user gets `bwrap` over a user namespace with a capped tmpfs (userns.py).
     """
     if requested not in ("auto", "bwrap", "unshare"):
         raise SandboxUnavailable(
             f"unknown local sandbox mechanism {requested!r}; use auto, bwrap or unshare"
         )
     root = os.geteuid() == 0
-    if requested == "unshare" or (requested == "auto" and root):
+    if root:
         problem = unshare_problem()
         if problem is None:
-            return "unshare"
-        if requested == "unshare":
-            raise SandboxUnavailable(f"cannot use the unshare sandbox: {problem}")
-    problem = bwrap_problem(HOST_UID_RANGE[0] if root else None)
+            return "unshare" if requested in ("auto", "unshare") else "bwrap"
+        raise SandboxUnavailable(f"cannot use the {requested} sandbox as root: {problem}")
+    if requested == "unshare":
+        raise SandboxUnavailable(f"cannot use the unshare sandbox: {unshare_problem()}")
+    problem = bwrap_problem(None)
     if problem is None:
-        return "bwrap"
+        problem = holder_problem()
+        if problem is None:
+            return "bwrap"
     raise SandboxUnavailable(
         f"no local sandbox is possible on this host ({problem}); install bubblewrap "
         "(apt-get install bubblewrap) and allow unprivileged user namespaces "
@@ -245,31 +275,3 @@ def bwrap_args(layout: Layout, sources: Sources, inner_uid: int, shm_bytes: int)
     for key, value in layout.env.items():
         args += ["--setenv", key, value]
     return [*args, "--chdir", "/"]
-
-
-class BwrapLauncher:
-    """One bubblewrap sandbox per command over the shared workspace, /tmp and home."""
-
-    name = "bwrap"
-
-    def __init__(self, layout: Layout, drop_to_uid: int | None, shm_bytes: int) -> None:
-        prefix: list[str] = []
-        if drop_to_uid is not None:
-            prefix = _drop_privileges(drop_to_uid)
-            for path in (*layout.readonly, *filter(None, (layout.environment, layout.egress))):
-                if not _reachable_by_others(path):
-                    raise SandboxUnavailable(
-                        f"bwrap started by root runs as an unprivileged uid, which cannot reach "
-                        f"{path}; use FROGNANO_LOCAL_SANDBOX_MECHANISM=unshare (the default for "
-                        "root) or a Python environment that every user can read"
-                    )
-        self._argv = prefix + bwrap_args(layout, Sources.on_host(layout), INNER_UID, shm_bytes)
-
-    async def start(self) -> None:
-        """Nothing to prepare: bwrap builds each sandbox in a few milliseconds."""
-
-    def argv(self, init_args: Sequence[str], seccomp_fd: int) -> list[str]:
-        return [*self._argv, "--seccomp", str(seccomp_fd), "--", *INIT_COMMAND, *init_args]
-
-    async def stop(self) -> None:
-        """Nothing outlives a command."""

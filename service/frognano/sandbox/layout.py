@@ -71,13 +71,15 @@ def kept_groups() -> tuple[int, ...]:
 
 
 @functools.cache
-def warn_groups(groups: tuple[int, ...]) -> None:
+def warn_groups(groups: tuple[int, ...], why: str) -> None:
     log.warning(
         "sandbox.groups_kept",
         groups=list(groups),
-        detail="bwrap started by an ordinary user keeps that user's supplementary groups: "
-        "files readable by those groups are readable in the sandbox. Run FrogNano as a user "
-        "without extra groups, as root (the unshare mechanism), or on Kubernetes",
+        why=why,
+        detail="this user's supplementary groups could not be dropped, so files readable by "
+        "those groups are readable in the sandbox. Install uidmap and give the user "
+        "subordinate ids in /etc/subuid and /etc/subgid, or run FrogNano as a user without "
+        "extra groups, as root, or on Kubernetes",
     )
 
 

@@ -24,9 +24,9 @@ from frognano.sandbox.isolation import (
     HOST_UID_RANGE,
     INNER_UID,
     LAUNCH_ENV,
-    BwrapLauncher,
     Layout,
     choose_mechanism,
+    groups_problem,
 )
 from frognano.sandbox.keyring import join_fresh_session_keyring
 from frognano.sandbox.layout import kept_groups, make_layout, remove_tree, warn_groups
@@ -34,6 +34,7 @@ from frognano.sandbox.options import SandboxLimits, SandboxOptions
 from frognano.sandbox.output import HeadTail
 from frognano.sandbox.pyenv import PythonEnv, resolve_python_env
 from frognano.sandbox.seccomp import filter_program
+from frognano.sandbox.userns import UsernsLauncher
 
 log = get_logger(__name__)
 
@@ -70,7 +71,7 @@ class LocalSandbox(SandboxBase):
     def __init__(
         self,
         layout: Layout,
-        launcher: BwrapLauncher | UnshareLauncher,
+        launcher: UsernsLauncher | UnshareLauncher,
         limits: SandboxLimits,
         python_env: PythonEnv,
         host_uid: int | None,
@@ -82,10 +83,14 @@ class LocalSandbox(SandboxBase):
         """The host folders commands see at their own paths (the Python environment's)."""
         self.host_uid = host_uid
         """The host uid commands run as when root launched them (None: the invoking user)."""
-        self.kept_groups = kept_groups() if host_uid is None else ()
-        """Supplementary host groups commands keep: bwrap started by an ordinary user cannot
-        drop them (a user namespace may not call setgroups), so files those groups may read
-        are readable inside. Root-launched sandboxes clear them."""
+        self.kept_groups = (
+            kept_groups()
+            if isinstance(launcher, UsernsLauncher) and not launcher.clear_groups
+            else ()
+        )
+        """Supplementary host groups commands keep: an ordinary user's sandbox drops them only
+        where newgidmap and subordinate gids let its user namespace call setgroups (userns.py);
+        otherwise files those groups may read are readable inside. Root clears them."""
         self._launcher = launcher
         self._limits = limits
         self._closed = False
@@ -127,12 +132,23 @@ class LocalSandbox(SandboxBase):
             )
         )
         limits = options.limits
-        launcher: BwrapLauncher | UnshareLauncher
+        launcher: UsernsLauncher | UnshareLauncher
         try:
-            if mechanism == "unshare" and host_uid is not None:
-                launcher = UnshareLauncher(layout, host_uid, limits.disk_bytes, limits.shm_bytes)
+            if host_uid is not None:
+                launcher = UnshareLauncher(
+                    layout,
+                    host_uid,
+                    limits.disk_bytes,
+                    limits.shm_bytes,
+                    inner_uid=inner_uid,
+                    name=mechanism,
+                )
             else:
-                launcher = BwrapLauncher(layout, host_uid, limits.shm_bytes)
+                groups = kept_groups()
+                clear = bool(groups) and await asyncio.to_thread(groups_problem) is None
+                launcher = UsernsLauncher(
+                    layout, limits.disk_bytes, limits.shm_bytes, clear_groups=clear
+                )
             sandbox = cls(layout, launcher, options.limits, python_env, host_uid)
         except BaseException:
             await asyncio.to_thread(remove_tree, layout.base)
@@ -142,7 +158,7 @@ class LocalSandbox(SandboxBase):
             sandbox._cgroups.append(cgroup)
         try:
             await launcher.start()
-            if isinstance(launcher, UnshareLauncher) and launcher.holder_pid is not None:
+            if launcher.holder_pid is not None:
                 sandbox._holder_pids.append(launcher.holder_pid)
             # One trivial command proves the whole chain works before anyone relies on it.
             probe = await sandbox.exec("true", timeout=60)
@@ -153,7 +169,7 @@ class LocalSandbox(SandboxBase):
             await sandbox.close()
             raise SandboxStartError(f"the sandbox's first command failed: {probe.output}")
         if sandbox.kept_groups:
-            warn_groups(sandbox.kept_groups)
+            warn_groups(sandbox.kept_groups, groups_problem() or "unknown")
         log.debug(
             "sandbox.created",
             mechanism=mechanism,
