@@ -26,6 +26,7 @@ from frognano.app.markdown import (
 from frognano.app.review import Excluded, evaluate
 from frognano.app.texts import pull_request_body, pull_request_title, verification_check
 from frognano.github.models import Review
+from frognano.run.necessity_record import HunkStatus
 from frognano.run.report import RunReport
 from tests.app.test_publish import (
     MARKER,
@@ -115,6 +116,9 @@ def test_cutting_to_fit_never_makes_text_live() -> None:
             )
 
 
+STATUSES: list[HunkStatus] = ["needed", "needed_by_agent_tests_only", "not_needed", "unknown"]
+
+
 def hostile_report() -> RunReport:
     """A report whose every untrusted field carries the attacks."""
     report = make_report(summary=FLOOD, stop_reason="completed", stop_detail=INLINE)
@@ -137,6 +141,27 @@ def hostile_report() -> RunReport:
     gate_of(report)["findings"][0]["line"] = INLINE
     report["left_out_links"] = [{"path": INLINE, "target": FLOOD}]
     report["error"] = FLOOD
+    # The hunks' places, first lines and test ids are the patch's and the agent's text.
+    verification["hunks"] = {
+        "tests": [INLINE],
+        "agent_tests": [INLINE],
+        "hunks": [
+            {
+                "where": [f"{value}:3" for value in ATTACKS.values()],
+                "preview": [value],
+                "grouped": "",
+                "status": status,
+                "needed_by": [INLINE, value],
+                "problem": value,
+            }
+            for value, status in zip(
+                ATTACKS.values(),
+                STATUSES * len(ATTACKS),
+                strict=False,
+            )
+        ],
+        "note": "",
+    }
     return report
 
 

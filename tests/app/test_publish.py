@@ -181,6 +181,29 @@ def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
             "new_on_base": None,
             "notes": [],
             "limits": [],
+            "hunks": {
+                "tests": ["tests/test_app.py::test_fixed"],
+                "agent_tests": [],
+                "hunks": [
+                    {
+                        "where": ["src/app.py:12-14"],
+                        "preview": ["    return total + 1"],
+                        "grouped": "",
+                        "status": "needed",
+                        "needed_by": ["tests/test_app.py::test_fixed"],
+                        "problem": "",
+                    },
+                    {
+                        "where": ["src/app.py:40"],
+                        "preview": ["    if user == 'mallory':"],
+                        "grouped": "",
+                        "status": "not_needed",
+                        "needed_by": [],
+                        "problem": "",
+                    },
+                ],
+                "note": "",
+            },
         },
         "gate": {
             "passed": True,
@@ -276,6 +299,15 @@ def test_body_sections_in_order() -> None:
     assert "Fixes" not in body
     assert "draft pull requests" not in body
     assert size(body) <= BODY_BUDGET
+
+
+def test_body_says_what_the_tests_stand_behind() -> None:
+    body = body_of()
+    section = body.split("**What the tests stand behind:**", 1)[1]
+    assert "- `src/app.py:12-14`: needed by `tests/test_app.py::test_fixed`" in section
+    assert "- `src/app.py:40`: **no test needs this change**: `if user == 'mallory':`" in section
+    _conclusion, _title, summary, text = verification_check(make_report(), story=None)
+    assert "no test needs this change" in summary + text
 
 
 def test_fixes_link_and_only_warn_findings() -> None:

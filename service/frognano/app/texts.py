@@ -20,6 +20,7 @@ from frognano.app.markdown import (
     single_line,
 )
 from frognano.app.review import HUMAN_REVIEW_CHECK
+from frognano.app.standbehind import stand_behind_parts
 from frognano.app.story import story_parts
 from frognano.run.instructions import instructions_line
 from frognano.run.report import (
@@ -166,6 +167,7 @@ def _evidence(verification: VerificationRecord | None) -> list[Part]:
         parts.append(Part(items(f"{_PROTECTED} put back to the base", restored)))
     else:
         parts.append(fixed(f"- {_PROTECTED} changed by the agent: none."))
+    parts += stand_behind_parts(verification["hunks"])
     limits = verification["limits"]
     if limits:
         parts.append(fixed("\n**What this evidence does not show:**\n"))

@@ -231,6 +231,14 @@ class VerifyPolicy(_Section):
     some failing test must be fixed."""
     pass_to_pass: list[str] = Field(default_factory=list)
     """pytest node ids that must still pass with the patch (for evaluation)."""
+    hunks: Literal["off", "report", "require_needed"] = "report"
+    """After verification holds, revert each hunk of the fix alone and run the tests the fix
+    made pass: `report` says which hunks no test needs, `require_needed` also makes such a
+    fix (or one whose check could not tell) not ready, `off` runs nothing more."""
+    hunk_limit: int = Field(default=12, ge=1, le=100)
+    """Past this many hunks, each file's hunks are reverted together."""
+    parallel_runs: int = Field(default=4, ge=1, le=32)
+    """How many of those runs go at once."""
 
 
 class GatePolicy(_Section):

@@ -7,6 +7,7 @@ from typing import Literal, NotRequired, TypedDict
 from frognano.policy.gate.findings import Severity
 from frognano.policy.models import Require
 from frognano.run.collected import Outcome
+from frognano.run.necessity_record import NecessityRecord
 from frognano.run.outcomes import Role
 
 __all__ = [
@@ -186,6 +187,8 @@ class VerificationRecord(TypedDict):
     new_on_base: SuiteRunRecord | None
     notes: list[str]
     limits: list[str]
+    hunks: NecessityRecord | None
+    """Which hunks of the fix the tests need (policy verify.hunks); None when not checked."""
 
 
 SuiteRunKey = Literal["baseline", "verification", "new_on_patched", "new_on_base"]

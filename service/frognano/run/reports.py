@@ -13,6 +13,7 @@ from frognano.run.evidence import Comparison
 from frognano.run.inputs import hidden_md, hidden_records, left_out_md
 from frognano.run.instructions import instructions_line
 from frognano.run.job import RunState
+from frognano.run.necessity_record import necessity_md, necessity_record
 from frognano.run.outcomes import TestRun
 from frognano.run.replay_report import replay_md
 from frognano.run.report import (
@@ -137,6 +138,7 @@ def _verification(verification: Verification | None) -> VerificationRecord | Non
         "new_on_base": _run(runs.new_on_base) if runs else None,
         "notes": list(verification.notes),
         "limits": list(verification.limits),
+        "hunks": necessity_record(verification.necessity),
     }
 
 
@@ -288,6 +290,8 @@ def _verification_md(verification: VerificationRecord | None) -> list[str]:
                 shown = ", ".join(f"`{test}`" for test in tests[:20])
                 more = f" and {len(tests) - 20} more" if len(tests) > 20 else ""
                 lines.append(f"- {label}: {shown}{more}")
+    if verification["hunks"] is not None:
+        lines += ["", *necessity_md(verification["hunks"])]
     if verification["limits"]:
         lines += ["", "What this evidence does not show:", ""]
         lines += [f"- {limit}" for limit in verification["limits"]]

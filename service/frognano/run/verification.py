@@ -18,6 +18,7 @@ from frognano.run.baselines import (
 )
 from frognano.run.collector import collector_source
 from frognano.run.evidence import Evidence, Rules, Runs, decide
+from frognano.run.necessity import Necessity, check_hunks
 from frognano.run.outcomes import Role, TestRun
 from frognano.run.plan import Plan
 from frognano.run.testrun import run_tests
@@ -43,14 +44,18 @@ class Verification:
     """How the runs were made, where that matters to a reviewer (cache, collector copy)."""
     limits: tuple[str, ...] = ()
     """What the evidence cannot show, in plain sentences."""
+    necessity: Necessity | None = None
+    """Which hunks of the fix the tests need (policy verify.hunks), once the evidence held."""
+    unmet: str = ""
+    """Why verify.hunks: require_needed is not met; empty when it is (or not asked)."""
 
     @property
     def held(self) -> bool:
-        return self.evidence.held
+        return self.evidence.held and not self.unmet
 
     @property
     def reason(self) -> str:
-        return self.evidence.reason
+        return self.unmet or self.evidence.reason
 
 
 def rules_of(policy: EffectivePolicy) -> Rules:
@@ -114,6 +119,9 @@ async def verify(
         new_on_base=None if new_runs is None else new_runs[1],
     )
     evidence = decide(rules, runs)
+    necessity = None
+    if evidence.held and policy.verify.hunks != "off":
+        necessity = await _necessity(context, plan, evidence)
     return Verification(
         rules,
         evidence,
@@ -121,7 +129,52 @@ async def verify(
         plan=plan,
         notes=tuple(dict.fromkeys(context.notes)),
         limits=limits(plan, runs, evidence),
+        necessity=necessity,
+        unmet=unmet(necessity) if policy.verify.hunks == "require_needed" else "",
     )
+
+
+async def _necessity(context: _Context, plan: Plan, evidence: Evidence) -> Necessity:
+    comparison = evidence.comparison
+    verify = context.policy.verify
+
+    async def run(role: Role, layer: Overlay, select: Sequence[str]) -> TestRun:
+        return await _run(context, role, layer, select)
+
+    def base_file(path: str) -> tuple[str, bytes] | None:
+        entry = context.base.entry(path)
+        if entry is None or entry.kind == "dir":
+            return None
+        return entry.mode, context.base.read(path)
+
+    try:
+        return await check_hunks(
+            plan,
+            base_file,
+            (*comparison.fixed, *comparison.new_evidence),
+            comparison.new_evidence,
+            run,
+            limit=verify.hunk_limit,
+            parallel=verify.parallel_runs,
+        )
+    except BaseExceptionGroup as failed:
+        raise _first(failed) from None
+
+
+def unmet(necessity: Necessity | None) -> str:
+    """Why `require_needed` does not hold: a hunk no test needs, or one that could not tell."""
+    if necessity is None:
+        return ""
+    for check in necessity.checks:
+        if check.problem:
+            return f"the check of {check.unit.hunks[0].where} could not tell: {check.problem}"
+    if necessity.unneeded:
+        shown = ", ".join(c.unit.hunks[0].where for c in necessity.unneeded[:5])
+        return (
+            f"policy verify.hunks requires every hunk to be needed by a test, and no test "
+            f"needs {shown}"
+        )
+    return ""
 
 
 async def _all_runs(

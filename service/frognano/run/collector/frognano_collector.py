@@ -299,7 +299,11 @@ class _Collector:
         kept: list[pytest.Item] = []
         dropped: list[pytest.Item] = []
         for item in items:
-            chosen = self.relative(str(item.path)) in self.select
+            # A file path selects its tests; a node id selects that test alone.
+            chosen = (
+                self.relative(str(item.path)) in self.select
+                or self.norm(item.nodeid) in self.select
+            )
             (kept if chosen else dropped).append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
