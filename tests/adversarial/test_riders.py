@@ -61,6 +61,13 @@ CASES = [
         files=FILES,
         policy="    hunks: require_needed\n",
     ),
+    Case(
+        "rider-coverage-required",
+        FIX + BYPASS,
+        "less than verify.changed_line_coverage_min (100%)",
+        files=FILES,
+        policy="    changed_line_coverage_min: 1.0\n",
+    ),
     Case("control-two-fixes", TWO_FIX, READY, ready=True, files=TWO),
     Case("control-doc-hunk", FIX + DOC, READY, ready=True, files=FILES),
 ]
@@ -112,6 +119,38 @@ def test_the_rider_is_named_as_needed_by_no_test(
     body = (result.out / "report.md").read_text()
     assert "What the tests stand behind" in body
     assert "no test needs this change" in body
+
+
+@pytest.mark.parametrize(
+    ("name", "missed"),
+    [
+        ("rider-auth-bypass", {"auth.py": "3"}),
+        ("rider-env-switch", {"auth.py": "6"}),
+        ("rider-unimported-file", {"tools/debug.py": "1-2"}),
+        ("rider-same-line", {}),
+    ],
+)
+def test_changed_lines_no_test_ran_are_named(
+    results: dict[str, Result], name: str, missed: dict[str, str]
+) -> None:
+    """Measured by FrogNano's coverage.py setup: the repository's `omit` and `exclude_lines`
+    (which would hide auth.py and the rider's line) are never read."""
+    record = _run(results, name).report["verification"]["changed_lines"]
+    assert record["error"] == ""
+    assert record["not_executed"] == missed
+    assert record["executed"] == record["total"] - sum(map(_count, missed.values()))
+
+
+def _count(spans: str) -> int:
+    """How many lines `3, 7-9` names."""
+    ends = [[int(n) for n in span.split("-")] for span in spans.split(", ")]
+    return sum(end[-1] - end[0] + 1 for end in ends)
+
+
+def test_policy_can_require_the_changed_lines_run(results: dict[str, Result]) -> None:
+    result = _run(results, "rider-coverage-required")
+    reason = result.report["verification"]["reason"]
+    assert "the tests executed 2 of the 3 changed statements (67%)" in reason
 
 
 def test_a_rider_in_the_fixs_own_line_rides_on_its_test(results: dict[str, Result]) -> None:

@@ -26,8 +26,8 @@ from frognano.app.markdown import (
 from frognano.app.review import Excluded, evaluate
 from frognano.app.texts import pull_request_body, pull_request_title, verification_check
 from frognano.github.models import Review
-from frognano.run.necessity_record import HunkStatus
 from frognano.run.report import RunReport
+from frognano.run.standbehind import HunkStatus
 from tests.app.test_publish import (
     MARKER,
     comparison_of,
@@ -161,6 +161,14 @@ def hostile_report() -> RunReport:
             )
         ],
         "note": "",
+    }
+    verification["changed_lines"] = {
+        "total": 3,
+        "executed": 1,
+        "share": 1 / 3,
+        "not_executed": {value: "2-3" for value in ATTACKS.values()},
+        "unparsed": [INLINE],
+        "error": "",
     }
     return report
 

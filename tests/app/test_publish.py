@@ -204,6 +204,14 @@ def make_report(**overrides: Unpack[ReportParts]) -> RunReport:
                 ],
                 "note": "",
             },
+            "changed_lines": {
+                "total": 10,
+                "executed": 8,
+                "share": 0.8,
+                "not_executed": {"src/app.py": "40-41"},
+                "unparsed": [],
+                "error": "",
+            },
         },
         "gate": {
             "passed": True,
@@ -306,6 +314,8 @@ def test_body_says_what_the_tests_stand_behind() -> None:
     section = body.split("**What the tests stand behind:**", 1)[1]
     assert "- `src/app.py:12-14`: needed by `tests/test_app.py::test_fixed`" in section
     assert "- `src/app.py:40`: **no test needs this change**: `if user == 'mallory':`" in section
+    assert "The tests executed 8 of the 10 added or changed statements (80%)." in section
+    assert "- no test executed `src/app.py` lines 40-41" in section
     _conclusion, _title, summary, text = verification_check(make_report(), story=None)
     assert "no test needs this change" in summary + text
 

@@ -76,6 +76,7 @@ def run_command(
     env: Mapping[str, str] | None = None,
     fd_value: str | None = None,
     timeout: float = 60,
+    cover: Sequence[str] | None = None,
 ) -> Run:
     """Run `argv` in `root` with the collector's variables and the stream's write end on fd
     87, reading the stream until every writer has closed it."""
@@ -84,6 +85,10 @@ def run_command(
     if select is not None:
         select_file = root / ".frognano-select"
         select_file.write_text("".join(f"{path}\n" for path in select), encoding="utf-8")
+    cover_file = None
+    if cover is not None:
+        cover_file = root / ".frognano-cover"
+        cover_file.write_text("".join(f"{path}\n" for path in cover), encoding="utf-8")
     read_end, write_end = os.pipe()
     full_env = base_env()
     full_env.update(
@@ -92,6 +97,7 @@ def run_command(
             token=token,
             root=str(root),
             select_file=None if select_file is None else str(select_file),
+            cover_file=None if cover_file is None else str(cover_file),
         )
     )
     if fd_value is not None:
@@ -131,7 +137,8 @@ def run_pytest(
     select: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
     fd_value: str | None = None,
+    cover: Sequence[str] | None = None,
 ) -> Run:
     """`python -m pytest ARGS` as the test command."""
     argv = pytest_argv(*args)
-    return run_command(root, argv, cwd=cwd, select=select, env=env, fd_value=fd_value)
+    return run_command(root, argv, cwd=cwd, select=select, env=env, fd_value=fd_value, cover=cover)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 
 import pytest
@@ -22,11 +23,18 @@ def test_a_token_is_required() -> None:
 def test_the_plugin_and_the_host_agree_on_the_format() -> None:
     assert plugin.RECORD_VERSION == RECORD_VERSION
     assert plugin.MODULE == collector.COLLECTOR_MODULE == plugin.__name__.rsplit(".", 1)[1]
-    assert (plugin.ENV_FD, plugin.ENV_TOKEN, plugin.ENV_ROOT, plugin.ENV_SELECT) == (
+    assert (
+        plugin.ENV_FD,
+        plugin.ENV_TOKEN,
+        plugin.ENV_ROOT,
+        plugin.ENV_SELECT,
+        plugin.ENV_COVER,
+    ) == (
         collector.ENV_FD,
         collector.ENV_TOKEN,
         collector.ENV_ROOT,
         collector.ENV_SELECT,
+        collector.ENV_COVER,
     )
     # Imported here, without its variables, it took nothing and will report nothing.
     assert plugin._SETTINGS is None
@@ -37,23 +45,26 @@ def test_the_plugin_file_for_the_sandbox() -> None:
     assert source.startswith(b'"""FrogNano\'s pytest plugin')
     assert collector.collector_sha256() == hashlib.sha256(source).hexdigest()
     assert (collector.collector_dir() / collector.COLLECTOR_FILE).read_bytes() == source
-    # Standard library and pytest only: it runs in the tested repository's environment.
-    imports = {
-        line.split()[1].split(".")[0]
-        for line in source.decode().splitlines()
-        if line.startswith(("import ", "from "))
-    }
-    assert imports <= {
-        "__future__",
-        "collections",
-        "json",
-        "math",
-        "os",
-        "posixpath",
-        "sys",
-        "typing",
-        "pytest",
-    }
+    # Standard library and pytest only: it runs in the tested repository's environment;
+    # coverage.py only where a run asks, loaded by its helper (and never from the tree).
+    for name, data in collector.collector_files():
+        tree = ast.parse(data)
+        imports = {
+            name.split(".")[0]
+            for node in ast.walk(tree)
+            for name in (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+        }
+        allowed = {"__future__", "collections", "contextlib", "importlib", "json", "math"}
+        allowed |= {"os", "posixpath", "sys", "typing", "pytest"}
+        if name == "frognano_coverage.py":
+            allowed.add("coverage")
+        assert imports <= allowed, name
 
 
 def test_the_environment_for_the_test_command() -> None:

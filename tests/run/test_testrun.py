@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from frognano.run.collector import COLLECTOR_FILE, collector_source
+from frognano.run.collector import COLLECTOR_FILE, collector_files
 from frognano.run.testrun import REMOVED_HINT, install_collector, keep_collector, run_tests
 from frognano.sandbox.isolation import choose_mechanism
 from frognano.sandbox.local import LocalSandbox
@@ -15,7 +15,7 @@ from frognano.sandbox.paths import TOOLS
 from frognano.sandbox.tree import FileSpec
 from tests.conftest import options_for
 
-TOOL = ((COLLECTOR_FILE, collector_source()),)
+TOOL = collector_files()
 TESTS = (
     "def test_ok():\n    assert True\n\n\n"
     "def test_bad():\n    assert 1 == 2\n\n\n"

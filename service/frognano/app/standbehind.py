@@ -3,18 +3,36 @@
 from __future__ import annotations
 
 from frognano.app.markdown import Part, code, fixed, md, shorten
-from frognano.run.necessity_record import NecessityRecord
+from frognano.run.standbehind import ChangedLinesRecord, NecessityRecord, changed_lines_sentence
 
 _SHOWN = 20
 _PREVIEW_CHARS = 100
 
 
-def stand_behind_parts(record: NecessityRecord | None) -> list[Part]:
-    """The section for the pull request body and the verification check run; every path,
-    test id and line of code in it is the repository's or the agent's text, made inert."""
+def changed_lines_parts(record: ChangedLinesRecord | None) -> list[Part]:
     if record is None:
         return []
-    parts = [fixed("\n**What the tests stand behind:**\n")]
+    parts = [fixed(changed_lines_sentence(record))]
+    missed = [
+        f"- no test executed {code(shorten(path, 160))} lines {spans}"
+        for path, spans in list(record["not_executed"].items())[:_SHOWN]
+    ]
+    missed += [f"- {code(shorten(path, 160))} does not parse" for path in record["unparsed"]]
+    if missed:
+        parts.append(Part("\n".join(missed)))
+    return parts
+
+
+def stand_behind_parts(
+    record: NecessityRecord | None, changed: ChangedLinesRecord | None = None
+) -> list[Part]:
+    """The section for the pull request body and the verification check run; every path,
+    test id and line of code in it is the repository's or the agent's text, made inert."""
+    if record is None and changed is None:
+        return []
+    parts = [fixed("\n**What the tests stand behind:**\n"), *changed_lines_parts(changed)]
+    if record is None:
+        return parts
     if not record["hunks"]:
         return [*parts, fixed(record["note"] or "No hunk of the fix was checked.")]
     parts.append(

@@ -167,7 +167,7 @@ def _evidence(verification: VerificationRecord | None) -> list[Part]:
         parts.append(Part(items(f"{_PROTECTED} put back to the base", restored)))
     else:
         parts.append(fixed(f"- {_PROTECTED} changed by the agent: none."))
-    parts += stand_behind_parts(verification["hunks"])
+    parts += stand_behind_parts(verification["hunks"], verification["changed_lines"])
     limits = verification["limits"]
     if limits:
         parts.append(fixed("\n**What this evidence does not show:**\n"))

@@ -239,6 +239,13 @@ class VerifyPolicy(_Section):
     """Past this many hunks, each file's hunks are reverted together."""
     parallel_runs: int = Field(default=4, ge=1, le=32)
     """How many of those runs go at once."""
+    changed_line_coverage: Literal["report", "off"] = "report"
+    """`report`: measure the fix's changed Python files in the runs with the patch
+    (coverage.py, loaded by FrogNano's collector, never the repository's configuration) and
+    say which changed lines no test executed; `off`: measure nothing."""
+    changed_line_coverage_min: float = Field(default=0.0, ge=0.0, le=1.0)
+    """The share of changed statements the tests must execute for the patch to be ready (0:
+    no requirement); with a requirement, a missing measurement counts as unmet."""
 
 
 class GatePolicy(_Section):

@@ -115,6 +115,11 @@ class CollectorReport:
     """Every collected test id, in order, each once."""
     collect_errors: tuple[CollectError, ...]
     problems: tuple[Problem, ...]
+    executed: Mapping[str, frozenset[int]] | None = None
+    """Relative path -> lines executed, of the files the run asked to measure; None when it
+    asked for none or no session reported them."""
+    coverage_error: str = ""
+    """Why the measurement is missing or partial; empty when it is whole."""
 
     @property
     def outcomes(self) -> Mapping[str, Outcome]:

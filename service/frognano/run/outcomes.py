@@ -47,6 +47,11 @@ class TestRun:
     """Why these results cannot be trusted as a complete run; empty when they can."""
     cached: bool = False
     """Taken from the baseline cache instead of run again."""
+    executed: Mapping[str, frozenset[int]] | None = None
+    """Lines executed of the files the run measured (relative path -> line numbers); None
+    when it measured none."""
+    coverage_error: str = ""
+    """Why that measurement is missing or partial."""
 
     @property
     def complete(self) -> bool:

@@ -21,7 +21,7 @@ from frognano.policy.gate.check import Finding
 from frognano.policy.gate.diff import parse_diff
 from frognano.policy.models import AgentPolicy, quantity_bytes
 from frognano.run.apply import AppliedFile, apply_diff
-from frognano.run.collector import COLLECTOR_MODULE, collector_source
+from frognano.run.collector import collector_files
 from frognano.run.digests import run_digests
 from frognano.run.environment.stage import EnvironmentRequest, use_environment
 from frognano.run.followup import FollowUpResult
@@ -123,9 +123,7 @@ async def solve(
         ),
         spec=sandbox_spec(job.policy, run_id=job.run_id, attempt=job.attempt),
     )
-    options = dataclasses.replace(
-        options, tool_files=((f"{COLLECTOR_MODULE}.py", collector_source()),)
-    )
+    options = dataclasses.replace(options, tool_files=collector_files())
     model = ports.model(sampling)
     try:
         if model.base_url is not None:

@@ -39,6 +39,10 @@ def _is_duration(value: object) -> bool:
     return is_number and math.isfinite(cast(float, value)) and cast(float, value) >= 0
 
 
+def _is_line(value: object) -> bool:
+    return _is_int(value) and cast(int, value) > 0
+
+
 def _is_phases(value: object) -> bool:
     return isinstance(value, dict) and all(
         phase in ("setup", "call", "teardown") and outcome in ("passed", "failed", "skipped")
@@ -71,6 +75,17 @@ _FIELDS: dict[str, dict[str, Callable[[object], bool]]] = {
         "duration": _is_duration,
         "phases": _is_phases,
         "crash": _optional(_is_str),
+    },
+    "coverage": {
+        "files": lambda value: (
+            isinstance(value, dict)
+            and all(
+                _is_id(path) and isinstance(lines, list) and all(_is_line(n) for n in lines)
+                for path, lines in value.items()
+            )
+        ),
+        "core": _optional(_is_str),
+        "error": _optional(_is_str),
     },
     "session_finish": {
         "exitstatus": _is_int,

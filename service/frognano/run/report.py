@@ -7,8 +7,8 @@ from typing import Literal, NotRequired, TypedDict
 from frognano.policy.gate.findings import Severity
 from frognano.policy.models import Require
 from frognano.run.collected import Outcome
-from frognano.run.necessity_record import NecessityRecord
 from frognano.run.outcomes import Role
+from frognano.run.standbehind import ChangedLinesRecord, NecessityRecord
 
 __all__ = [
     "RUN_STAGES",
@@ -189,6 +189,9 @@ class VerificationRecord(TypedDict):
     limits: list[str]
     hunks: NecessityRecord | None
     """Which hunks of the fix the tests need (policy verify.hunks); None when not checked."""
+    changed_lines: ChangedLinesRecord | None
+    """Which changed lines the tests executed (verify.changed_line_coverage); None: not
+    measured."""
 
 
 SuiteRunKey = Literal["baseline", "verification", "new_on_patched", "new_on_base"]

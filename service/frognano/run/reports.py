@@ -13,7 +13,6 @@ from frognano.run.evidence import Comparison
 from frognano.run.inputs import hidden_md, hidden_records, left_out_md
 from frognano.run.instructions import instructions_line
 from frognano.run.job import RunState
-from frognano.run.necessity_record import necessity_md, necessity_record
 from frognano.run.outcomes import TestRun
 from frognano.run.replay_report import replay_md
 from frognano.run.report import (
@@ -31,6 +30,7 @@ from frognano.run.report import (
     TokensRecord,
     VerificationRecord,
 )
+from frognano.run.standbehind import changed_lines_record, necessity_md, necessity_record
 from frognano.run.verification import Verification
 from frognano.run.workspace import Patch
 
@@ -139,6 +139,7 @@ def _verification(verification: Verification | None) -> VerificationRecord | Non
         "notes": list(verification.notes),
         "limits": list(verification.limits),
         "hunks": necessity_record(verification.necessity),
+        "changed_lines": changed_lines_record(verification.changed),
     }
 
 
@@ -290,8 +291,8 @@ def _verification_md(verification: VerificationRecord | None) -> list[str]:
                 shown = ", ".join(f"`{test}`" for test in tests[:20])
                 more = f" and {len(tests) - 20} more" if len(tests) > 20 else ""
                 lines.append(f"- {label}: {shown}{more}")
-    if verification["hunks"] is not None:
-        lines += ["", *necessity_md(verification["hunks"])]
+    if verification["hunks"] is not None or verification["changed_lines"] is not None:
+        lines += ["", *necessity_md(verification["hunks"], verification["changed_lines"])]
     if verification["limits"]:
         lines += ["", "What this evidence does not show:", ""]
         lines += [f"- {limit}" for limit in verification["limits"]]

@@ -55,6 +55,7 @@ class _Open:
     tests: dict[str, TestResult] = field(default_factory=dict)
     errors: list[CollectError] = field(default_factory=list)
     finish: dict[str, object] | None = None
+    coverage: dict[str, object] | None = None
 
 
 class _Reader:
@@ -106,6 +107,10 @@ class _Reader:
             session.errors.append(CollectError(cast(str, record["id"]), message, pid))
         elif kind == "test":
             self.test(number, session, record, pid)
+        elif kind == "coverage":
+            if session.coverage is not None:
+                self.tamper(number, "a second coverage record")
+            session.coverage = record
         else:
             session.finish = record
             self.close(pid)
@@ -243,12 +248,20 @@ def _merge(reader: _Reader) -> CollectorReport:
         reader.problem("duplicate", f"more than one pytest session reported {_ids(twice)}")
     if not reader.done:
         reader.problem("no_session", NO_SESSION)
+    measured = [s.coverage for s in sessions if s.coverage is not None]
+    executed: dict[str, frozenset[int]] = {}
+    for record in measured:
+        for path, lines in cast(dict[str, list[int]], record["files"]).items():
+            executed[path] = executed.get(path, frozenset()) | frozenset(lines)
+    errors = [cast(str, r["error"]) for r in measured if r["error"]]
     return CollectorReport(
         sessions=tuple(_session(s) for s in sessions),
         tests=MappingProxyType(tests),
         collect_errors=tuple(e for s in sessions for e in s.errors),
         problems=tuple(reader.problems),
         collected=tuple(collected),
+        executed=MappingProxyType(executed) if measured else None,
+        coverage_error="; ".join(dict.fromkeys(errors))[:MAX_TEXT],
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import shlex
@@ -10,12 +11,10 @@ from collections.abc import Sequence
 from frognano.errors import SandboxError
 from frognano.run import results
 from frognano.run.collector import (
-    COLLECTOR_FILE,
     COLLECTOR_MODULE,
     DEFAULT_FD,
     collector_env,
-    collector_sha256,
-    collector_source,
+    collector_files,
     new_token,
 )
 from frognano.run.outcomes import Role, TestRun
@@ -38,11 +37,15 @@ async def install_collector(sandbox: Sandbox) -> tuple[str, str]:
     image carries this exact version. Otherwise it is written to a fresh folder in /tmp just
     before the tests start: only FrogNano and the base's setup have run in this sandbox then.
     """
-    found = await sandbox.exec(f"sha256sum -- {TOOLS}/{COLLECTOR_FILE}", cwd="/", timeout=60)
-    if found.ok and found.output.split()[:1] == [collector_sha256()]:
+    files = collector_files()
+    names = " ".join(f"{TOOLS}/{name}" for name, _ in files)
+    found = await sandbox.exec(f"sha256sum -- {names}", cwd="/", timeout=60)
+    wanted = [hashlib.sha256(data).hexdigest() for _, data in files]
+    if found.ok and [line.split()[0] for line in found.output.splitlines() if line] == wanted:
         return TOOLS, ""
     folder = f"{TMP}/.frognano-collector-{secrets.token_hex(8)}"
-    await sandbox.write_file(f"{folder}/{COLLECTOR_FILE}", collector_source(), mode=0o444)
+    for name, data in files:
+        await sandbox.write_file(f"{folder}/{name}", data, mode=0o444)
     return folder, (
         "FrogNano's pytest collector is not in this sandbox's image at "
         f"{TOOLS}, so it was copied into the sandbox's writable /tmp before the tests started"
@@ -50,7 +53,13 @@ async def install_collector(sandbox: Sandbox) -> tuple[str, str]:
 
 
 def shell_script(
-    command: str, *, collector_dir: str, token: str, log: str, select: str | None
+    command: str,
+    *,
+    collector_dir: str,
+    token: str,
+    log: str,
+    select: str | None,
+    cover: str | None = None,
 ) -> str:
     """The shell text that runs `command` with the collector loaded and its output logged."""
     variables = collector_env(
@@ -58,6 +67,7 @@ def shell_script(
         token=token,
         fd=COLLECTOR_FD,
         select_file=select,
+        cover_file=cover,
         pythonpath="$PYTHONPATH",
         pytest_plugins="$PYTEST_PLUGINS",
     )
@@ -105,6 +115,7 @@ async def run_tests(
     timeout: float,
     *,
     select: Sequence[str] = (),
+    cover: Sequence[str] = (),
 ) -> tuple[TestRun, str]:
     """Run the test command in /workspace; returns the run and a note about the collector.
     Failures, crashes and timeouts are results; only a failing sandbox raises. What the
@@ -119,8 +130,13 @@ async def run_tests(
         chosen = f"{TMP}/.frognano-select-{token[:16]}"
         listing = "".join(f"{path}\n" for path in select).encode("utf-8", "surrogateescape")
         await sandbox.write_file(chosen, listing, mode=0o444)
+    measured = None
+    if cover:
+        measured = f"{TMP}/.frognano-cover-{token[:16]}"
+        listing = "".join(f"{path}\n" for path in cover).encode("utf-8", "surrogateescape")
+        await sandbox.write_file(measured, listing, mode=0o444)
     script = shell_script(command, collector_dir=collector_dir, token=token, log=log,
-                         select=chosen)  # fmt: skip
+                         select=chosen, cover=measured)  # fmt: skip
     result = await sandbox.exec(script, cwd=WORKSPACE, timeout=timeout, output_limit=RECORDS_LIMIT)
     hide = host_paths_of(sandbox).hide
     output = hide(await _read_log(sandbox, log))
@@ -146,6 +162,12 @@ async def run_tests(
             crashes={test: hide(crash) for test, crash in report.crashes.items()},
             collection_errors={error.id: hide(error.message) for error in report.collect_errors},
             problems=tuple(dict.fromkeys(problems)),
+            executed=report.executed if cover else None,
+            coverage_error=(
+                (hide(report.coverage_error) or "no pytest session reported its measurement")
+                if cover and (report.coverage_error or report.executed is None)
+                else ""
+            ),
         ),
         note,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -16,7 +15,8 @@ from frognano.run.baselines import (
     environment_digest,
     load_run,
 )
-from frognano.run.collector import collector_source
+from frognano.run.changedlines import ChangedLines, changed_lines, measured_files
+from frognano.run.collector import collector_digest
 from frognano.run.evidence import Evidence, Rules, Runs, decide
 from frognano.run.necessity import Necessity, check_hunks
 from frognano.run.outcomes import Role, TestRun
@@ -46,6 +46,8 @@ class Verification:
     """What the evidence cannot show, in plain sentences."""
     necessity: Necessity | None = None
     """Which hunks of the fix the tests need (policy verify.hunks), once the evidence held."""
+    changed: ChangedLines | None = None
+    """Which changed lines of the fix the tests executed (verify.changed_line_coverage)."""
     unmet: str = ""
     """Why verify.hunks: require_needed is not met; empty when it is (or not asked)."""
 
@@ -76,6 +78,14 @@ class _Context:
     identity: str
     cache: BaselineCache | None
     notes: list[str] = field(default_factory=list)
+    cover: tuple[str, ...] = ()
+    """The fix's Python files, measured in the runs with the patch."""
+
+    def base_file(self, path: str) -> tuple[str, bytes] | None:
+        entry = self.base.entry(path)
+        if entry is None or entry.kind == "dir":
+            return None
+        return entry.mode, self.base.read(path)
 
 
 async def verify(
@@ -106,6 +116,9 @@ async def verify(
         evidence = decide(rules, None, why_no_runs=why)
         return Verification(rules, evidence, plan=plan, limits=limits(plan, None, evidence))
     context = _Context(base, policy, sandboxes, identity, cache)
+    minimum = policy.verify.changed_line_coverage_min
+    if policy.verify.changed_line_coverage == "report" or minimum > 0:
+        context.cover = measured_files(plan.source)
     select = plan.new_test_files
     try:
         patched, baseline, new_runs = await _all_runs(context, plan, select)
@@ -122,6 +135,11 @@ async def verify(
     necessity = None
     if evidence.held and policy.verify.hunks != "off":
         necessity = await _necessity(context, plan, evidence)
+    changed = None
+    if context.cover:
+        measured = (runs.patched, runs.new_on_patched)
+        changed = await asyncio.to_thread(changed_lines, plan.source, context.base_file, measured)
+    why_not = unmet(necessity) if policy.verify.hunks == "require_needed" else ""
     return Verification(
         rules,
         evidence,
@@ -130,7 +148,8 @@ async def verify(
         notes=tuple(dict.fromkeys(context.notes)),
         limits=limits(plan, runs, evidence),
         necessity=necessity,
-        unmet=unmet(necessity) if policy.verify.hunks == "require_needed" else "",
+        changed=changed,
+        unmet=why_not or coverage_unmet(changed, minimum),
     )
 
 
@@ -141,16 +160,10 @@ async def _necessity(context: _Context, plan: Plan, evidence: Evidence) -> Neces
     async def run(role: Role, layer: Overlay, select: Sequence[str]) -> TestRun:
         return await _run(context, role, layer, select)
 
-    def base_file(path: str) -> tuple[str, bytes] | None:
-        entry = context.base.entry(path)
-        if entry is None or entry.kind == "dir":
-            return None
-        return entry.mode, context.base.read(path)
-
     try:
         return await check_hunks(
             plan,
-            base_file,
+            context.base_file,
             (*comparison.fixed, *comparison.new_evidence),
             comparison.new_evidence,
             run,
@@ -159,6 +172,21 @@ async def _necessity(context: _Context, plan: Plan, evidence: Evidence) -> Neces
         )
     except BaseExceptionGroup as failed:
         raise _first(failed) from None
+
+
+def coverage_unmet(changed: ChangedLines | None, minimum: float) -> str:
+    """Why verify.changed_line_coverage.min is not met; empty when it is (or is 0)."""
+    if minimum <= 0 or changed is None:
+        return ""
+    if changed.error:
+        return f"the changed lines' coverage could not be measured ({changed.error})"
+    share = changed.share
+    if share is not None and share < minimum:
+        return (
+            f"the tests executed {changed.executed} of the {changed.total} changed statements "
+            f"({share:.0%}), less than verify.changed_line_coverage_min ({minimum:.0%})"
+        )
+    return ""
 
 
 def unmet(necessity: Necessity | None) -> str:
@@ -182,10 +210,13 @@ async def _all_runs(
 ) -> tuple[TestRun, TestRun | None, tuple[TestRun, TestRun] | None]:
     """The plan's runs at once: patched, baseline (if the policy wants it), new tests."""
     async with asyncio.TaskGroup() as group:
-        patched = group.create_task(_run(context, "patched", plan.patched))
+        cover = context.cover
+        patched = group.create_task(_run(context, "patched", plan.patched, cover=cover))
         baseline = group.create_task(_baseline(context)) if context.policy.verify.baseline else None
         new_runs = (
-            group.create_task(_run(context, "new_on_patched", plan.with_new_tests, select)),
+            group.create_task(
+                _run(context, "new_on_patched", plan.with_new_tests, select, cover=cover)
+            ),
             group.create_task(_run(context, "new_on_base", plan.new_tests_only, select)),
         ) if select else None  # fmt: skip
     return (
@@ -211,19 +242,32 @@ def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 async def _run(
-    context: _Context, role: Role, layer: Overlay, select: Sequence[str] = ()
+    context: _Context,
+    role: Role,
+    layer: Overlay,
+    select: Sequence[str] = (),
+    *,
+    cover: Sequence[str] = (),
 ) -> TestRun:
     async with await context.sandboxes(role) as box:
-        return await _in(box, context, role, layer, select)
+        return await _in(box, context, role, layer, select, cover=cover)
 
 
 async def _in(
-    box: Sandbox, context: _Context, role: Role, layer: Overlay, select: Sequence[str] = ()
+    box: Sandbox,
+    context: _Context,
+    role: Role,
+    layer: Overlay,
+    select: Sequence[str] = (),
+    *,
+    cover: Sequence[str] = (),
 ) -> TestRun:
     verify = context.policy.verify
     await build_tree(box, context.base, layer)
     await run_setup(box, context.policy.sandbox.setup)
-    run, note = await run_tests(box, role, verify.command, verify.timeout_seconds, select=select)
+    run, note = await run_tests(
+        box, role, verify.command, verify.timeout_seconds, select=select, cover=cover
+    )
     if note:
         context.notes.append(note)
     log.info("verify.run", role=role, summary=run.summary, seconds=round(run.duration, 3))
@@ -263,7 +307,7 @@ async def _key(box: Sandbox, context: _Context) -> str:
             "command": verify.command,
             "timeout": verify.timeout_seconds,
             "memory": sandbox.memory,
-            "collector": hashlib.sha256(collector_source()).hexdigest(),
+            "collector": collector_digest(),
         }
     )
 

@@ -17,6 +17,9 @@ ENV_FD = "FROGNANO_COLLECTOR_FD"
 ENV_TOKEN = "FROGNANO_COLLECTOR_TOKEN"  # noqa: S105 - a variable's name, not its value
 ENV_ROOT = "FROGNANO_COLLECTOR_ROOT"
 ENV_SELECT = "FROGNANO_COLLECTOR_SELECT"
+ENV_COVER = "FROGNANO_COLLECTOR_COVER"
+HELPER_FILES = ("frognano_outcome.py", "frognano_coverage.py")
+"""Modules the plugin loads by path from its own folder: they travel with it."""
 
 
 def collector_dir() -> Path:
@@ -35,6 +38,21 @@ def collector_sha256() -> str:
     return hashlib.sha256(collector_source()).hexdigest()
 
 
+@cache
+def collector_files() -> tuple[tuple[str, bytes], ...]:
+    """(file name, bytes) of the plugin and the modules it loads, to put in the sandbox."""
+    folder = collector_dir()
+    return tuple((name, (folder / name).read_bytes()) for name in (COLLECTOR_FILE, *HELPER_FILES))
+
+
+def collector_digest() -> str:
+    """One SHA-256 over every file of `collector_files`: what the baseline cache keys on."""
+    hasher = hashlib.sha256()
+    for name, data in collector_files():
+        hasher.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return hasher.hexdigest()
+
+
 def new_token() -> str:
     """A fresh nonce for one test run: records carrying another one were not written by it."""
     return secrets.token_hex(16)
@@ -47,6 +65,7 @@ def collector_env(
     root: str = "/workspace",
     fd: int = DEFAULT_FD,
     select_file: str | None = None,
+    cover_file: str | None = None,
     pythonpath: str | None = None,
     pytest_plugins: str | None = None,
 ) -> dict[str, str]:
@@ -66,6 +85,8 @@ def collector_env(
     }
     if select_file is not None:
         env[ENV_SELECT] = select_file
+    if cover_file is not None:
+        env[ENV_COVER] = cover_file
     return env
 
 
@@ -73,12 +94,16 @@ __all__ = [
     "COLLECTOR_FILE",
     "COLLECTOR_MODULE",
     "DEFAULT_FD",
+    "ENV_COVER",
     "ENV_FD",
     "ENV_ROOT",
     "ENV_SELECT",
     "ENV_TOKEN",
+    "HELPER_FILES",
+    "collector_digest",
     "collector_dir",
     "collector_env",
+    "collector_files",
     "collector_sha256",
     "collector_source",
     "new_token",

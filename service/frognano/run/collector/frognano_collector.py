@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -32,7 +33,7 @@ ENV_FD = "FROGNANO_COLLECTOR_FD"
 ENV_TOKEN = "FROGNANO_COLLECTOR_TOKEN"  # noqa: S105 - a variable's name, not its value
 ENV_ROOT = "FROGNANO_COLLECTOR_ROOT"
 ENV_SELECT = "FROGNANO_COLLECTOR_SELECT"
-PHASES = ("setup", "call", "teardown")
+ENV_COVER = "FROGNANO_COLLECTOR_COVER"
 MAX_TEXT = 500
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -41,12 +42,18 @@ class _Settings:
     """What the environment said, taken once at import."""
 
     def __init__(
-        self, fd: int | None, token: str, root: str | None, select_file: str | None
+        self,
+        fd: int | None,
+        token: str,
+        root: str | None,
+        select_file: str | None,
+        cover_file: str | None = None,
     ) -> None:
         self.fd = fd
         self.token = token
         self.root = root
         self.select_file = select_file
+        self.cover_file = cover_file
 
 
 def _usable_fd(text: str | None) -> int | None:
@@ -76,12 +83,13 @@ def _take_environment() -> _Settings | None:
     """Read the settings and remove every trace of them, so that neither a pytest started by a
     test (in process or as a subprocess) loads the collector again, nor test code reads them."""
     env = os.environ
-    if not any(name in env for name in (ENV_FD, ENV_TOKEN, ENV_ROOT, ENV_SELECT)):
+    if not any(name in env for name in (ENV_FD, ENV_TOKEN, ENV_ROOT, ENV_SELECT, ENV_COVER)):
         return None  # imported by accident: do nothing at all
     fd_text = env.pop(ENV_FD, None)
     token = env.pop(ENV_TOKEN, "")
     root = env.pop(ENV_ROOT, None) or None
     select_file = env.pop(ENV_SELECT, None) or None
+    cover_file = env.pop(ENV_COVER, None) or None
     if "PYTEST_PLUGINS" in env:
         plugins = env["PYTEST_PLUGINS"]
         _set_or_remove("PYTEST_PLUGINS", _without_collector(plugins, ",", MODULE.__eq__))
@@ -92,52 +100,26 @@ def _take_environment() -> _Settings | None:
             return bool(entry) and os.path.realpath(entry) == here
 
         _set_or_remove("PYTHONPATH", _without_collector(env["PYTHONPATH"], os.pathsep, is_here))
-    return _Settings(_usable_fd(fd_text), token, root, select_file)
+    return _Settings(_usable_fd(fd_text), token, root, select_file, cover_file)
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:MAX_TEXT]
-    return ""
+def _load(name: str) -> Any:
+    """A module of this folder, by path: no module of the repository can stand in for it."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, name + ".py"))
+    if spec is None or spec.loader is None:
+        raise ImportError("FrogNano's " + name + ".py is missing beside its collector")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _last_line(text: str) -> str:
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()[:MAX_TEXT]
-    return ""
-
-
-def _longrepr_text(longrepr: object) -> str:
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2])  # a skip's (path, line, reason)
-    try:
-        return str(longrepr)
-    except Exception:  # a broken repr from test code must not break the collector
-        return ""
-
-
-def _crash(report: pytest.TestReport) -> str:
-    """The line that says why `report` failed."""
-    longrepr = report.longrepr
-    if longrepr is None:
-        return ""
-    message = getattr(getattr(longrepr, "reprcrash", None), "message", None)
-    if isinstance(message, str) and message.strip():
-        return _first_line(message)
-    return _last_line(_longrepr_text(longrepr))
-
-
-def _collect_message(report: pytest.CollectReport) -> str:
-    """The first line of a collection error, plus pytest's `E` line naming the exception: an
-    import error's first line alone only says which module could not be imported."""
-    text = _longrepr_text(report.longrepr)
-    first = _first_line(text)
-    errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
-    if errors and errors[-1] and errors[-1] not in first:
-        first = first + " " + errors[-1]
-    return first[:MAX_TEXT]
+def _measure(settings: _Settings | None) -> Any:
+    """frognano_coverage's `Lines` for this process, measuring from now (before any
+    conftest.py is imported) where the run asked for it; None otherwise."""
+    if settings is None or settings.cover_file is None:
+        return None
+    measure = _load("frognano_coverage")
+    return measure.Lines(measure.Measure(settings.root or os.getcwd(), settings.cover_file))
 
 
 class _Writer:
@@ -166,39 +148,6 @@ class _Writer:
             data = data[written:]
 
 
-class _Phase:
-    def __init__(self) -> None:
-        self.outcome = ""
-        self.crash = ""
-        self.wasxfail = False
-        self.duration = 0.0
-
-
-def _outcome(phases: dict[str, _Phase]) -> tuple[str, str]:
-    """An item's outcome and the crash line of the phase that decided it."""
-    setup, call, teardown = (phases.get(name) for name in PHASES)
-    if setup is not None and setup.outcome == "failed":
-        outcome, crash = "error", setup.crash
-    elif setup is not None and setup.outcome == "skipped":
-        outcome, crash = ("xfailed" if setup.wasxfail else "skipped"), ""
-    elif call is None:
-        outcome, crash = "error", "the test did not finish: no call phase was reported"
-    elif call.outcome == "failed":
-        outcome, crash = "failed", call.crash  # a strict XPASS arrives here as failed
-    elif call.outcome == "skipped":
-        outcome, crash = ("xfailed" if call.wasxfail else "skipped"), ""
-    elif call.outcome == "passed":
-        outcome, crash = ("xpassed" if call.wasxfail else "passed"), ""
-    else:
-        outcome, crash = "error", "unknown call outcome " + repr(call.outcome)[:100]
-    if outcome not in ("failed", "error"):
-        if teardown is None:
-            outcome, crash = "error", "the test did not finish: no teardown was reported"
-        elif teardown.outcome == "failed":
-            outcome, crash = "error", teardown.crash
-    return outcome, crash
-
-
 class _Collector:
     """The plugin object of the one pytest session this process reports."""
 
@@ -214,7 +163,7 @@ class _Collector:
         self.prefix = "" if prefix == "." else prefix.replace(os.sep, "/")
         self.select, self.select_error = self._read_select(settings.select_file)
         self.collected_written = False
-        self.items: dict[str, dict[str, _Phase]] = {}
+        self.items: dict[str, dict[str, Any]] = {}
         self.worker_env: dict[str, str | None] = {}
         self.relative_cache: dict[str, str] = {}
 
@@ -273,13 +222,15 @@ class _Collector:
     def pytest_xdist_setupnodes(self) -> None:
         """Workers do the selection, so they load the collector too, through their environment
         (they inherit it when they start); no fd or token: workers write nothing."""
-        if self.settings.select_file is None:
+        select, cover = self.settings.select_file, self.settings.cover_file
+        if select is None and cover is None:
             return
         plugins = os.environ.get("PYTEST_PLUGINS")
         wanted = {
             "PYTEST_PLUGINS": MODULE if not plugins else plugins + "," + MODULE,
             ENV_ROOT: self.root,
-            ENV_SELECT: self.settings.select_file,
+            **({ENV_SELECT: select} if select else {}),
+            **({ENV_COVER: cover} if cover else {}),
         }
         for name, value in wanted.items():
             self.worker_env[name] = os.environ.get(name)
@@ -287,7 +238,7 @@ class _Collector:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            message = _collect_message(report)
+            message = _OUTCOME.collect_message(report)
             self.writer.write("collect_error", {"id": self.norm(report.nodeid), "message": message})
 
     @pytest.hookimpl(trylast=True)
@@ -324,17 +275,19 @@ class _Collector:
             self.writer.write("collected", {"ids": [self.norm(nodeid) for nodeid in ids]})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        when = report.when if report.when in PHASES else "call"  # xdist's crash reports: "???"
+        when = (
+            report.when if report.when in _OUTCOME.PHASES else "call"
+        )  # xdist's crash reports: "???"
         phases = self.items.setdefault(report.nodeid, {})
         if when == "setup" and phases:
             phases.clear()  # the item runs again (a rerun plugin): its last run counts
-        phase = phases.setdefault(when, _Phase())
+        phase = phases.setdefault(when, _OUTCOME.Phase())
         # Subtests report several times per phase, before the test's own report: one failure
         # fails the phase; otherwise the last report, the test's own, says what happened.
         if phase.outcome != "failed":
             phase.outcome = str(report.outcome)
             if report.failed:
-                phase.crash = _crash(report)
+                phase.crash = _OUTCOME.crash(report)
         phase.wasxfail = hasattr(report, "wasxfail")
         duration = getattr(report, "duration", 0.0)
         if isinstance(duration, (int, float)) and math.isfinite(duration):
@@ -343,8 +296,8 @@ class _Collector:
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         self._write_test(nodeid, self.items.pop(nodeid, {}))
 
-    def _write_test(self, nodeid: str, phases: dict[str, _Phase]) -> None:
-        outcome, crash = _outcome(phases)
+    def _write_test(self, nodeid: str, phases: dict[str, Any]) -> None:
+        outcome, crash = _OUTCOME.outcome_of(phases)
         record = {
             "id": self.norm(nodeid),
             "outcome": outcome,
@@ -365,6 +318,11 @@ class _Collector:
             for path in (getattr(plugin, "__file__", None) for plugin in self._plugins())
             if isinstance(path, str) and os.path.basename(path) == "conftest.py"
         )
+        if _LINES is not None:
+            if self.worker:
+                self.config.workeroutput["frognano_coverage"] = _LINES.worker_output()  # type: ignore[attr-defined]
+            else:
+                self.writer.write("coverage", _LINES.record(self.relative))
         # ExitCode is an IntEnum; pytest.exit(returncode=...) can make it any int.
         status = int(exitstatus) if isinstance(exitstatus, int) else -1
         self.writer.write(
@@ -377,11 +335,18 @@ class _Collector:
             },
         )
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        if _LINES is not None:
+            _LINES.add(getattr(node, "workeroutput", {}).get("frognano_coverage"))
+
     def _plugins(self) -> list[object]:
         return list(self.config.pluginmanager.get_plugins())
 
 
+_OUTCOME = _load("frognano_outcome")
 _SETTINGS = _take_environment()
+_LINES = _measure(_SETTINGS)
 _claimed = False
 
 

@@ -1,9 +1,10 @@
-"""report.json's record of which hunks the tests need, and its lines for report.md."""
+"""report.json's record of what the tests stand behind (hunks, changed lines), and report.md's."""
 
 from __future__ import annotations
 
 from typing import Literal, TypedDict
 
+from frognano.run.changedlines import ChangedLines, not_executed
 from frognano.run.necessity import HunkCheck, Necessity
 
 HunkStatus = Literal["needed", "needed_by_agent_tests_only", "not_needed", "unknown"]
@@ -31,6 +32,46 @@ class NecessityRecord(TypedDict):
     """Those of `tests` that the agent added."""
     hunks: list[HunkRecord]
     note: str
+
+
+class ChangedLinesRecord(TypedDict):
+    """Of the fix's added or changed statements (Python files), which any test executed."""
+
+    total: int
+    executed: int
+    share: float | None
+    """executed / total; None when the fix changes no statement."""
+    not_executed: dict[str, str]
+    """path -> the changed lines no test executed (`3, 7-9`)."""
+    unparsed: list[str]
+    """Changed Python files whose statements are unknown (they do not parse)."""
+    error: str
+    """Why the measurement is missing or partial; then it is no evidence at all."""
+
+
+def changed_lines_record(changed: ChangedLines | None) -> ChangedLinesRecord | None:
+    if changed is None:
+        return None
+    return {
+        "total": changed.total,
+        "executed": changed.executed,
+        "share": changed.share,
+        "not_executed": dict(not_executed(changed)),
+        "unparsed": list(changed.skipped),
+        "error": changed.error,
+    }
+
+
+def changed_lines_sentence(record: ChangedLinesRecord) -> str:
+    """One sentence on the changed lines' coverage, FrogNano's own words and numbers only."""
+    if record["error"]:
+        return f"The changed lines' coverage could not be measured: {record['error']}."
+    if record["share"] is None:
+        return "The fix changes no Python statement, so no changed line was measured."
+    return (
+        f"The tests executed {record['executed']} of the {record['total']} added or changed "
+        f"statements ({record['share']:.0%})."
+    )
 
 
 def status_of(necessity: Necessity, check: HunkCheck) -> HunkStatus:
@@ -77,11 +118,27 @@ def hunk_phrase(hunk: HunkRecord, agent_tests: list[str]) -> str:
     return f"needed by {named}{more}"
 
 
-def necessity_md(record: NecessityRecord | None) -> list[str]:
-    """report.md's section "What the tests stand behind"."""
+def changed_lines_md(record: ChangedLinesRecord | None) -> list[str]:
     if record is None:
         return []
-    lines = ["### What the tests stand behind", ""]
+    lines = [changed_lines_sentence(record), ""]
+    for path, spans in record["not_executed"].items():
+        lines.append(f"- no test executed `{path}` lines {spans}")
+    lines += [
+        f"- `{path}` does not parse: its statements are unknown" for path in record["unparsed"]
+    ]
+    return [*lines, ""]
+
+
+def necessity_md(
+    record: NecessityRecord | None, changed: ChangedLinesRecord | None = None
+) -> list[str]:
+    """report.md's section "What the tests stand behind"."""
+    if record is None and changed is None:
+        return []
+    lines = ["### What the tests stand behind", "", *changed_lines_md(changed)]
+    if record is None:
+        return lines
     if not record["hunks"]:
         return [*lines, record["note"] or "No hunk of the fix was checked.", ""]
     lines += [
