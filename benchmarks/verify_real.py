@@ -51,7 +51,7 @@ from frognano.policy.gate.diff import parse_diff
 from frognano.policy.models import EffectivePolicy, VerifyPolicy, quantity_bytes
 from frognano.run.apply import apply_diff
 from frognano.run.baselines import BaselineCache, FileCache
-from frognano.run.collector import COLLECTOR_MODULE, collector_source
+from frognano.run.collector import collector_files
 from frognano.run.outcomes import Role, TestRun
 from frognano.run.plan import make_plan
 from frognano.run.testrun import purge_bytecode
@@ -113,7 +113,7 @@ def sandbox_options(env: Path, mechanism: str, policy: EffectivePolicy) -> Sandb
         limits=SandboxLimits(memory_bytes=quantity_bytes(policy.sandbox.memory)),
         python_env=env,
         local_mechanism=mechanism,
-        tool_files=((f"{COLLECTOR_MODULE}.py", collector_source()),),
+        tool_files=collector_files(),
     )
 
 

@@ -51,13 +51,14 @@ def test_solve_runs_every_stage_in_sandbox_pods(
         '+        raise ValueError("mean() of an empty list")' in (out / "patch.diff").read_text()
     )
     assert (repo / "calc.py").read_text() == BUGGY
-    # One pod for the agent, a fresh one for each test run, all gone at the end.
+    # One pod for the agent, a fresh one for each test run (the fix's one hunk reverted
+    # included), all gone at the end.
     pods = {record.pod for record in fake.execs}
-    assert len(pods) == 3
+    assert len(pods) == 4
     assert not [key for key in fake.pods if key[0] == "sandboxes"]
     created = [record for record in fake.created if record["metadata"]["namespace"] == "sandboxes"]
     purposes = sorted(pod["metadata"]["labels"]["frognano.dev/purpose"] for pod in created)
-    assert purposes == ["agent", "verify-baseline", "verify-patched"]
+    assert purposes == ["agent", "verify-baseline", "verify-hunk", "verify-patched"]
     assert all(pod["metadata"]["labels"]["frognano.dev/run-id"] for pod in created)
     # The policy's defaults shaped each pod.
     (container,) = created[0]["spec"]["containers"]

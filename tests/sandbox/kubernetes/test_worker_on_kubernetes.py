@@ -69,9 +69,10 @@ async def test_a_killed_workers_pod_goes_before_its_job_runs_again(
         await world.work()  # its start-up sweep deletes the orphan's pod, then re-runs the job
     assert (NAMESPACE, orphan) not in kube.pods
     assert await until(lambda: not processes_with(marker), within=15)
-    # The re-run is attempt 2, with a pod of its own for the agent and one for verification.
+    # The re-run is attempt 2, with a pod of its own for the agent and one for each test run.
     assert attempts(kube) == [
-        ("1", "agent"), ("2", "agent"), ("2", "verify-baseline"), ("2", "verify-patched"),
+        ("1", "agent"), ("2", "agent"), ("2", "verify-baseline"), ("2", "verify-hunk"),
+        ("2", "verify-patched"),
     ]  # fmt: skip
     assert not [key for key in kube.pods if key[0] == NAMESPACE]
     repo = world.fake.repo(REPO)
@@ -119,4 +120,6 @@ async def test_a_full_quota_defers_the_run_and_says_so_on_the_issue(
     assert len(repo.pulls) == 1
     (comment,) = repo.comments(7)
     assert "/pull/" in comment["body"]
-    assert attempts(kube) == [("2", "agent"), ("2", "verify-baseline"), ("2", "verify-patched")]
+    assert attempts(kube) == [
+        ("2", "agent"), ("2", "verify-baseline"), ("2", "verify-hunk"), ("2", "verify-patched"),
+    ]  # fmt: skip
