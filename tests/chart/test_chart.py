@@ -396,8 +396,15 @@ def test_sandbox_namespace_is_restricted_and_isolated(manifests: list[Manifest])
         "Role",
         "RoleBinding",
     }  # no Secrets, ServiceAccounts or workloads a sandbox pod could borrow
-    (policy,) = [d for d in in_sandbox if d["kind"] == "NetworkPolicy"]
+    policies = [d for d in in_sandbox if d["kind"] == "NetworkPolicy"]
+    (policy,) = [p for p in policies if p["spec"]["podSelector"] == {}]
     assert policy["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    # Besides the deny-all, at most the environment pods' egress to the package index
+    # (test_chart_package_index.py checks what it allows).
+    for other in policies:
+        if other is not policy:
+            assert other["spec"]["podSelector"] == {"matchLabels": {"frognano.dev/purpose": "environment"}}
+            assert other["spec"]["policyTypes"] == ["Egress"]
     (quota,) = [d for d in in_sandbox if d["kind"] == "ResourceQuota"]
     assert {"pods", "limits.cpu", "limits.memory", "limits.ephemeral-storage"} <= set(
         quota["spec"]["hard"]
