@@ -403,7 +403,8 @@ def test_sandbox_namespace_is_restricted_and_isolated(manifests: list[Manifest])
     # (test_chart_package_index.py checks what it allows).
     for other in policies:
         if other is not policy:
-            assert other["spec"]["podSelector"] == {"matchLabels": {"frognano.dev/purpose": "environment"}}
+            selector = {"matchLabels": {"frognano.dev/purpose": "environment"}}
+            assert other["spec"]["podSelector"] == selector
             assert other["spec"]["policyTypes"] == ["Egress"]
     (quota,) = [d for d in in_sandbox if d["kind"] == "ResourceQuota"]
     assert {"pods", "limits.cpu", "limits.memory", "limits.ephemeral-storage"} <= set(
