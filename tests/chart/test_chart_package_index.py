@@ -378,3 +378,13 @@ def test_notes_give_the_index_url_for_the_policy(
     # The snippet is a valid policy file as it stands.
     (tmp_path / "50-index.yaml").write_text("version: 1\n" + snippet)
     assert load_policies(tmp_path).files
+
+
+def test_the_index_policies_do_not_depend_on_network_policies_enabled(render: Render) -> None:
+    docs = render(**ENABLED, **{"networkPolicies.enabled": False})
+    names = {p["metadata"]["name"] for p in _by_kind(docs, "NetworkPolicy")}
+    assert names == {
+        f"{RELEASE}-frognano-sandbox-deny-all",
+        f"{RELEASE}-frognano-sandbox-environment-egress",
+        INDEX,
+    }

@@ -175,3 +175,22 @@ def test_the_cilium_example_allows_pypi_by_name_with_the_dns_rule_it_needs() -> 
     assert {entry["matchName"] for entry in ports["rules"]["dns"]} >= names
     # It comes with the chart's 0.0.0.0/0 rule turned off, which the file says how to do.
     assert "packageIndex.egress.cidrs=[]" in CILIUM_EXAMPLE.read_text()
+
+
+def test_deploy_md_names_what_the_chart_makes(render: Render) -> None:
+    """docs/deploy.md's URL, object names and defaults for release `frognano` are the chart's."""
+    text = " ".join(DEPLOY_DOC.read_text(encoding="utf-8").split())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["packageIndex"]
+    suffix = INDEX.removeprefix(f"{chart.RELEASE}-frognano")  # "-package-index"
+    index = f"{DOC_RELEASE}{suffix}"
+    assert f"index_url: http://{index}.{DOC_NAMESPACE}.svc:{values['port']}/index/" in text
+    docs = render(**ENABLED)
+    statefulset = _one(docs, "StatefulSet", suffix)
+    (claim,) = statefulset["spec"]["volumeClaimTemplates"]
+    assert f"PVC `{claim['metadata']['name']}-{index}-0`" in text
+    assert f"`{index}`" in text
+    egress = _one(docs, "NetworkPolicy", "-sandbox-environment-egress")["metadata"]["name"]
+    assert f"`{egress.replace(f'{chart.RELEASE}-frognano', DOC_RELEASE)}`" in text
+    assert f"(`packageIndex.egress.dns`: namespace `{values['egress']['dns']['namespace']}`" in text
+    assert f"`packageIndex.downloadTimeoutSeconds` ({values['downloadTimeoutSeconds']} by" in text
+    assert "frognano.dev/purpose: environment" in text
