@@ -128,6 +128,13 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
     },
     "router": {"sglang.replicas": 3},
     "router-without-policies": {"sglang.replicas": 2, "networkPolicies.enabled": False},
+    # test_chart_package_index.py checks what these add.
+    "package-index": {
+        "packageIndex.enabled": True,
+        "packageIndex.image.repository": "registry.example.com/frognano/proxpi",
+        "packageIndex.image.tag": "1.3.1",
+    },
+    "external-package-index": {"packageIndex.external.cidrs": ["10.20.30.40/32"]},
 }
 
 

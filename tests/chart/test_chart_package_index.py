@@ -16,6 +16,7 @@ import yaml
 from tests.chart import test_chart as chart
 from tests.chart.test_chart import (
     CHART,
+    COMBINATIONS,
     NAMESPACE,
     RELEASE,
     VALUES_FILES,
@@ -36,14 +37,10 @@ render = chart.render
 
 ENVIRONMENT_LABELS = {"frognano.dev/purpose": "environment"}
 INDEX = f"{RELEASE}-frognano-package-index"
-# The in-cluster index with the default values besides its image.
-ENABLED: dict[str, Any] = {
-    "packageIndex.enabled": True,
-    "packageIndex.image.repository": "registry.example.com/frognano/proxpi",
-    "packageIndex.image.tag": "1.3.1",
-}
-EXTERNAL: dict[str, Any] = {"packageIndex.external.cidrs": ["10.20.30.40/32"]}
-# Every way of turning an index on; each case's sandbox namespace and index port.
+# The in-cluster index with the default values besides its image, and an external one.
+ENABLED: dict[str, Any] = COMBINATIONS["package-index"]
+EXTERNAL: dict[str, Any] = COMBINATIONS["external-package-index"]
+# Every way of turning an index on: the values files and dotted values each case renders with.
 CASES: dict[str, tuple[tuple[Path, ...], dict[str, Any]]] = {
     "in-cluster": ((), ENABLED),
     "values-all": ((VALUES_FILES["values-all"],), {}),
