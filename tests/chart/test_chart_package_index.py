@@ -335,6 +335,15 @@ def test_in_cluster_and_external_exclude_each_other(
     )
     assert result.returncode != 0
     assert "packageIndex" in result.stderr
+    # Without the schema, the template refuses it too.
+    result = _run_helm(
+        helm, helm_env, "template", RELEASE, str(CHART), "--skip-schema-validation",
+        *_set_args({**ENABLED, **EXTERNAL}),
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "packageIndex.enabled and packageIndex.external.cidrs exclude each other" in (
+        result.stderr
+    )
 
 
 @pytest.mark.parametrize(
