@@ -128,6 +128,13 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
     },
     "router": {"sglang.replicas": 3},
     "router-without-policies": {"sglang.replicas": 2, "networkPolicies.enabled": False},
+    # test_chart_package_index.py checks what these add.
+    "package-index": {
+        "packageIndex.enabled": True,
+        "packageIndex.image.repository": "registry.example.com/frognano/proxpi",
+        "packageIndex.image.tag": "1.3.1",
+    },
+    "external-package-index": {"packageIndex.external.cidrs": ["10.20.30.40/32"]},
 }
 
 
@@ -396,8 +403,16 @@ def test_sandbox_namespace_is_restricted_and_isolated(manifests: list[Manifest])
         "Role",
         "RoleBinding",
     }  # no Secrets, ServiceAccounts or workloads a sandbox pod could borrow
-    (policy,) = [d for d in in_sandbox if d["kind"] == "NetworkPolicy"]
+    policies = [d for d in in_sandbox if d["kind"] == "NetworkPolicy"]
+    (policy,) = [p for p in policies if p["spec"]["podSelector"] == {}]
     assert policy["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    # Besides the deny-all, at most the environment pods' egress to the package index
+    # (test_chart_package_index.py checks what it allows).
+    for other in policies:
+        if other is not policy:
+            selector = {"matchLabels": {"frognano.dev/purpose": "environment"}}
+            assert other["spec"]["podSelector"] == selector
+            assert other["spec"]["policyTypes"] == ["Egress"]
     (quota,) = [d for d in in_sandbox if d["kind"] == "ResourceQuota"]
     assert {"pods", "limits.cpu", "limits.memory", "limits.ephemeral-storage"} <= set(
         quota["spec"]["hard"]

@@ -148,3 +148,27 @@ seccompProfile:
 
 {{/* Mount path of the policy ConfigMap (FROGNANO_POLICY_DIR). */}}
 {{- define "frognano.policyDir" -}}/etc/frognano/policies{{- end -}}
+
+{{/* Name of the package index's Service (and StatefulSet). */}}
+{{- define "frognano.packageIndexName" -}}
+{{- printf "%s-package-index" (include "frognano.fullname" .) -}}
+{{- end -}}
+
+{{/* The in-cluster package index URL for the policy's environment.index_url. */}}
+{{- define "frognano.packageIndexUrl" -}}
+{{- printf "http://%s.%s.svc:%d/index/" (include "frognano.packageIndexName" .) .Release.Namespace (int .Values.packageIndex.port) -}}
+{{- end -}}
+
+{{/* True (non-empty) when environment pods may reach a package index: in-cluster or external.
+Fails when both are on (values.schema.json rejects that too). */}}
+{{- define "frognano.environmentEgress" -}}
+{{- if and .Values.packageIndex.enabled .Values.packageIndex.external.cidrs -}}
+{{- fail "packageIndex.enabled and packageIndex.external.cidrs exclude each other: set one" -}}
+{{- end -}}
+{{- if or .Values.packageIndex.enabled .Values.packageIndex.external.cidrs -}}true{{- end -}}
+{{- end -}}
+
+{{/* The label FrogNano sets on environment-build pods (and only on them). */}}
+{{- define "frognano.environmentPodLabels" -}}
+frognano.dev/purpose: environment
+{{- end -}}
