@@ -16,7 +16,7 @@ are listed as executed by none, the fix's hunk is needed. Exit 1 if a verdict or
 wrong; a missed time target is only printed. Usage:
 
     python benchmarks/standbehind.py [--projects NAME ...] [--runs 1] [--cache DIR]
-                                     [--mechanism auto|bwrap|unshare]
+                                     [--mechanism auto|bwrap|unshare] [--python PATH]
 """
 
 from __future__ import annotations
@@ -167,11 +167,16 @@ async def main() -> int:
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "frognano-verify-real")  # fmt: skip
     parser.add_argument("--mechanism", default="auto", choices=("auto", "bwrap", "unshare"))
+    parser.add_argument(
+        "--python",
+        help="the suites' interpreter (default: this one); coverage.py's fastest core "
+        "depends on it (sys.monitoring from 3.12)",
+    )
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     cache = args.cache.resolve()
-    env = await asyncio.to_thread(ensure_env, cache)
+    env = await asyncio.to_thread(ensure_env, cache, args.python)
     workdir = Path(tempfile.mkdtemp(prefix="frognano-standbehind-"))
     rows: list[Row] = []
     try:

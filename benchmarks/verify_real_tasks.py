@@ -271,16 +271,17 @@ def fetch_sdist(project: Pinned, cache: Path) -> Path:
     raise RuntimeError(f"pip downloaded no sdist of {spec} with SHA-256 {project.sha256}")
 
 
-def ensure_env(cache: Path) -> Path:
+def ensure_env(cache: Path, python: str | None = None) -> Path:
     """A virtual environment with every suite's test dependencies, made once per set of
-    requirements and interpreter, and reused."""
-    key = hashlib.sha256("\n".join((sys.version, *TEST_REQUIREMENTS)).encode()).hexdigest()[:12]
+    requirements and interpreter (`python`, default this one), and reused."""
+    base_python = python or str(getattr(sys, "_base_executable", sys.executable))
+    version = sys.version if python is None else _run([python, "--version"]).decode()
+    key = hashlib.sha256("\n".join((version, *TEST_REQUIREMENTS)).encode()).hexdigest()[:12]
     env = cache / f"env-{key}"
     done = env / ".frognano-complete"
     if done.exists():
         return env
     shutil.rmtree(env, ignore_errors=True)
-    base_python = getattr(sys, "_base_executable", sys.executable)
     _run([base_python, "-m", "venv", str(env)])
     _run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", *TEST_REQUIREMENTS])
     done.touch()
