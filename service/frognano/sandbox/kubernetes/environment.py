@@ -1,13 +1,12 @@
-"""Built environments in sandbox pods: filled from this worker's cache through an init
-container, or built in a pod with a writable ENVIRONMENT and downloaded back.
+"""Built environments in pods: filled through an init container, or built and copied back."""
 
-A pod that uses an environment gets an emptyDir at ENVIRONMENT that the sandbox container
-mounts read-only; its init container (another uid) waits while FrogNano streams the cached
-folder in through exec, then exits, so the sandbox never holds a writable copy and every pod
-starts from the cache's. A build pod mounts the emptyDir writable; once its install commands
-succeed, FrogNano streams it back (`tar` in the pod) and unpacks it here with the checks an
-untrusted archive needs: it is whatever the repository's build code left there.
-"""
+# This worker keeps the environments (run/environment/cache.py). A pod that uses one gets an
+# emptyDir at ENVIRONMENT that the sandbox container mounts read-only; its init container
+# (another uid) waits while FrogNano streams the cached folder in through exec, then exits, so
+# the sandbox never holds a writable copy and every pod starts from the cache's. A build pod
+# mounts the emptyDir writable; once its install commands succeed, FrogNano streams it back
+# (`tar` in the pod) and unpacks it here with the checks an untrusted archive needs: it is
+# whatever the repository's build code left there.
 
 from __future__ import annotations
 
@@ -235,33 +234,46 @@ def _download_blocking(  # noqa: PLR0917 - called positionally through asyncio.t
     worker.start()
     status, errors = bytearray(), bytearray()
     sink = os.fdopen(write_fd, "wb")
+
+    def drain() -> None:
+        # Reading an empty channel reads more frames (into any channel): so once more after
+        # the stream closed, or the last of the archive is lost.
+        sink.write(ws.read_channel(STDOUT_CHANNEL))
+        errors.extend(ws.read_channel(STDERR_CHANNEL)[: _ERR_LIMIT - len(errors)])
+        status.extend(ws.read_channel(ERROR_CHANNEL))
+        # The client also keeps everything in one buffer of its own; not needed here.
+        with contextlib.suppress(AttributeError, ValueError):
+            ws._all.seek(0)  # type: ignore[attr-defined]
+            ws._all.truncate()  # type: ignore[attr-defined]
+
     try:
         ws.sock.settimeout(max(1.0, deadline - time.monotonic()))
-        while time.monotonic() < deadline:
+        while ws.is_open() and time.monotonic() < deadline:
             ws.update(timeout=_POLL)
-            sink.write(ws.read_channel(STDOUT_CHANNEL))
-            errors.extend(ws.read_channel(STDERR_CHANNEL)[:_ERR_LIMIT])
-            status.extend(ws.read_channel(ERROR_CHANNEL))
-            if not ws.is_open():
-                break
+            drain()
+        drain()
+        sink.write(ws.read_channel(STDOUT_CHANNEL))
     except BrokenPipeError:
         pass  # the unpacking stopped: its error says why
     finally:
         with contextlib.suppress(OSError):
             sink.close()
+        # As run_stream: close() skips a socket whose peer closed first; shutdown() does not.
         with contextlib.suppress(Exception):
             ws.close(timeout=1)
+        with contextlib.suppress(Exception):
+            ws.sock.shutdown()
         worker.join()
-    if failed:
-        if isinstance(failed[0], EnvironmentBuildError):
-            raise failed[0]
-        raise EnvironmentBuildError(f"the built environment could not be unpacked: {failed[0]}")
+    if failed and isinstance(failed[0], EnvironmentBuildError):
+        raise failed[0]  # refused here: what the pod says of the broken pipe is beside it
+    said = errors.decode("utf-8", "replace")
     if not status:
-        return None, "the pod did not say how the copy ended (timed out or dropped)"
+        return None, f"the pod did not say how the copy ended (timed out or dropped) {said}"
     parsed: Any = json.loads(bytes(status))
-    return exit_code(parsed if isinstance(parsed, dict) else None), errors.decode(
-        "utf-8", "replace"
-    )
+    code = exit_code(parsed if isinstance(parsed, dict) else None)
+    if failed and code == 0:
+        raise EnvironmentBuildError(f"the built environment could not be unpacked: {failed[0]}")
+    return code, said
 
 
 def unpack_untrusted(source: IO[bytes], dest: Path, max_bytes: int) -> None:
