@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from tests.cli.test_solve import environment as solve_environment
 from tests.cli.test_solve import solve_argv
 from tests.cli.test_solve_environment import (
     ISOLATED,
+    PYPROJECT,
     TOKEN,
+    env_for,
     fix_turns,
     index,
     make_repo,
@@ -171,3 +174,49 @@ def test_a_build_pod_reaches_the_index_by_its_alias_and_nothing_else(
         ["outside-ip", "failed"],
         ["other-port", "failed"],
     ], probes
+
+
+def env_build(
+    fake: FakeKube, repo: Path, tmp_path: Path, index: PackageIndex, *, token: bool = False
+) -> subprocess.CompletedProcess[str]:
+    env = env_for(None, tmp_path, tmp_path / "envcache")
+    env["FROGNANO_K8S_KUBECONFIG"] = str(fake.kubeconfig(tmp_path / "kubeconfig"))
+    env["FROGNANO_K8S_NAMESPACE"] = NAMESPACE
+    if token:
+        env["FROGNANO_INDEX_TOKEN"] = TOKEN
+    url = f"http://localhost:{index.port}/index/"
+    return subprocess.run(
+        [sys.executable, "-m", "frognano", "env", "build", str(repo), "--index-url", url,
+         "--sandbox", "kubernetes"],
+        env=env, capture_output=True, text=True, timeout=540, check=False,
+    )  # fmt: skip
+
+
+def test_a_failing_install_in_a_pod_names_the_command_and_the_package(
+    fake: FakeKube, tmp_path: Path, index: PackageIndex
+) -> None:
+    broken = PYPROJECT.replace('"fn-mathhelp==1.0"', '"fn-absent-package==9.9"')
+    repo = make_repo(tmp_path / "project", {"pyproject.toml": broken})
+    done = env_build(fake, repo, tmp_path, index)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = " ".join(done.stderr.split())
+    assert "python -m pip install -e '.[test]'" in said
+    assert "fn-absent-package" in said
+    assert "On Kubernetes FrogNano cannot see what an install tried to reach" in said
+    assert not list((tmp_path / "envcache").glob("*.json")), "a failed build was kept"
+
+
+def test_a_pod_build_that_copies_the_token_into_the_environment_is_refused(
+    fake: FakeKube, tmp_path: Path, index: PackageIndex
+) -> None:
+    leak = (
+        "import os\nfrom setuptools import setup\n"
+        "open('/environment/leak.txt', 'w').write(os.environ.get('PIP_INDEX_URL', 'none'))\n"
+        "setup()\n"
+    )
+    repo = make_repo(tmp_path / "project", {"setup.py": leak})
+    done = env_build(fake, repo, tmp_path, index, token=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the index token was written into the environment (leak.txt)" in done.stderr
+    assert not list((tmp_path / "envcache").glob("*.json")), "the leaking environment was kept"
+    assert TOKEN not in done.stdout + done.stderr
