@@ -8,6 +8,7 @@ import dataclasses
 import io
 import os
 import tarfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from frognano.errors import EnvironmentBuildError
 from frognano.sandbox import SandboxOptions, SandboxSpec, create_sandbox
 from frognano.sandbox.kubernetes.backend import KubernetesSandbox
-from frognano.sandbox.kubernetes.environment import pack_folder, unpack_untrusted
+from frognano.sandbox.kubernetes.environment import _unpack_from, pack_folder, unpack_untrusted
 from frognano.sandbox.kubernetes.pod import FILLER, FILLER_UID, PodOptions, sandbox_pod
 from tests.fakes.kube import FakeKube, running_fake_kube
 
@@ -229,3 +230,18 @@ def test_modes_are_tamed_and_links_kept(tmp_path: Path, built: Path) -> None:
     # An absolute name lands inside, as a relative one.
     unpack_untrusted(_tar((_member("/abs"), b"x")), dest, max_bytes=1 << 20)
     assert (dest / "abs").read_bytes() == b"x"
+
+
+def test_the_padding_after_the_archive_is_read_not_refused(tmp_path: Path) -> None:
+    # GNU tar pads past the end marker, where tarfile stops: the download must still take
+    # every byte the pod sends, or the stream breaks before the pod's exit status arrives.
+    archive = _tar((_member("f"), b"x")).getvalue() + bytes(1 << 20)
+    read_fd, write_fd = os.pipe()
+    failed: list[BaseException] = []
+    worker = threading.Thread(target=_unpack_from, args=(read_fd, tmp_path, 1 << 20, failed))
+    worker.start()
+    with os.fdopen(write_fd, "wb") as sink:
+        sink.write(archive)  # BrokenPipeError here would fail the test
+    worker.join(30)
+    assert failed == []
+    assert (tmp_path / "f").read_bytes() == b"x"

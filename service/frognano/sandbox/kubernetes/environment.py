@@ -42,6 +42,8 @@ from frognano.sandbox.options import SandboxOptions
 from frognano.sandbox.paths import ENVIRONMENT
 
 _POLL = 0.2
+_CHUNK = 64 * 1024
+_TRAILING_MAX = 16 * 1024 * 1024
 _ERR_LIMIT = 64 * 1024
 _BASH = ["/bin/bash", "--noprofile", "--norc", "-c"]
 # Runs in the init container, as its uid: unpack what FrogNano sends (exactly SIZE bytes, so
@@ -222,15 +224,9 @@ def _download_blocking(  # noqa: PLR0917 - called positionally through asyncio.t
         raise SandboxError(f"the API server refused the download from pod {name}: {exc}") from None
     read_fd, write_fd = os.pipe()
     failed: list[BaseException] = []
-
-    def unpack() -> None:
-        try:
-            with os.fdopen(read_fd, "rb") as source:
-                unpack_untrusted(source, dest, max_bytes)
-        except BaseException as exc:
-            failed.append(exc)
-
-    worker = threading.Thread(target=unpack, name="environment-unpack", daemon=True)
+    worker = threading.Thread(
+        target=_unpack_from, args=(read_fd, dest, max_bytes, failed), daemon=True
+    )
     worker.start()
     status, errors = bytearray(), bytearray()
     sink = os.fdopen(write_fd, "wb")
@@ -252,7 +248,6 @@ def _download_blocking(  # noqa: PLR0917 - called positionally through asyncio.t
             ws.update(timeout=_POLL)
             drain()
         drain()
-        sink.write(ws.read_channel(STDOUT_CHANNEL))
     except BrokenPipeError:
         pass  # the unpacking stopped: its error says why
     finally:
@@ -274,6 +269,20 @@ def _download_blocking(  # noqa: PLR0917 - called positionally through asyncio.t
     if failed and code == 0:
         raise EnvironmentBuildError(f"the built environment could not be unpacked: {failed[0]}")
     return code, said
+
+
+def _unpack_from(read_fd: int, dest: Path, max_bytes: int, failed: list[BaseException]) -> None:
+    """The unpacking thread of a download: its error, if any, goes into `failed`."""
+    try:
+        with os.fdopen(read_fd, "rb") as source:
+            unpack_untrusted(source, dest, max_bytes)
+            # tar pads its archive past the end marker that tarfile stops at: read the rest
+            # (a little), or the stream would break before the pod's status arrives.
+            trailing = 0
+            while trailing <= _TRAILING_MAX and (chunk := source.read(_CHUNK)):
+                trailing += len(chunk)
+    except BaseException as exc:
+        failed.append(exc)
 
 
 def unpack_untrusted(source: IO[bytes], dest: Path, max_bytes: int) -> None:
