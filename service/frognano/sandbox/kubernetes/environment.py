@@ -286,8 +286,9 @@ def _unpack_from(read_fd: int, dest: Path, max_bytes: int, failed: list[BaseExce
 
 
 def unpack_untrusted(source: IO[bytes], dest: Path, max_bytes: int) -> None:
-    """Unpack a tar stream into `dest` refusing what could reach out of it: absolute or `..`
-    names, writes through links, hard links out of it, devices and FIFOs; setuid bits and
+    """Unpack a tar stream into `dest` refusing what could reach out of it: `..` names,
+    writes through links, hard links out of it, devices and FIFOs (an absolute name lands
+    inside, as tarfile's data filter makes it relative); setuid bits and
     group and other write bits dropped; past `max_bytes` of file data, refused. Symbolic
     links are kept whatever they point at (a virtual environment's python points at the
     image's interpreter): they are created, never followed here."""
