@@ -140,9 +140,9 @@ async def build_into(
     create: Callable[[SandboxOptions], Awaitable[Sandbox]],
     log: BuildLog,
 ) -> None:
-    """Create a virtual environment in `staging` (bound at ENVIRONMENT) and run the install
-    commands there, noting each in `log`; EnvironmentBuildError with the log's tail on the
-    first failure."""
+    """Create a virtual environment at ENVIRONMENT and run the install commands there, noting
+    each in `log`, so that `staging` ends up holding it (bound there in a local sandbox, copied
+    back from a pod); EnvironmentBuildError with the log's tail on the first failure."""
     if request.backend == "local":
         await _build_locally(staging, request, options, create, log)
     else:

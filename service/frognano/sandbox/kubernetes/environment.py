@@ -62,8 +62,8 @@ _PACK = f"cd {ENVIRONMENT} && exec tar -c -f - --numeric-owner ."
 
 async def pod_options_for(options: SandboxOptions) -> PodOptions:
     """The pod for `options`; for an environment build, with the index's host names resolved
-    here into hostAliases, because the pod has no DNS. SandboxUnavailable-free: a host that
-    does not resolve is a SandboxStartError naming it."""
+    here into hostAliases, because the pod has no DNS (SandboxStartError naming a host that
+    does not resolve)."""
     if options.environment is None or not options.environment_writable:
         return pod_options(options)
     return pod_options(options, await host_aliases(options.index_urls))
