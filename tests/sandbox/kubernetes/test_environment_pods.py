@@ -17,7 +17,12 @@ import pytest
 from frognano.errors import EnvironmentBuildError
 from frognano.sandbox import SandboxOptions, SandboxSpec, create_sandbox
 from frognano.sandbox.kubernetes.backend import KubernetesSandbox
-from frognano.sandbox.kubernetes.environment import _unpack_from, pack_folder, unpack_untrusted
+from frognano.sandbox.kubernetes.environment import (
+    _unpack_from,
+    host_aliases,
+    pack_folder,
+    unpack_untrusted,
+)
 from frognano.sandbox.kubernetes.pod import FILLER, FILLER_UID, PodOptions, sandbox_pod
 from tests.fakes.kube import FakeKube, running_fake_kube
 
@@ -245,3 +250,11 @@ def test_the_padding_after_the_archive_is_read_not_refused(tmp_path: Path) -> No
     worker.join(30)
     assert failed == []
     assert (tmp_path / "f").read_bytes() == b"x"
+
+
+async def test_only_host_names_become_host_aliases() -> None:
+    aliases = await host_aliases(
+        ("http://127.0.0.1:3141/simple/", "https://localhost/simple/", "http://LOCALHOST:1/x/")
+    )
+    assert ("127.0.0.1", ("localhost",)) in aliases  # once, lowercased
+    assert all(names == ("localhost",) for _, names in aliases)
