@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
+import ipaddress
 import itertools
 import json
 import logging
 import os
 import re
 import secrets
+import shutil
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -34,9 +38,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from frognano.errors import SandboxClosed, SandboxError
 from frognano.sandbox.base import RawResult
+from frognano.sandbox.egress import Destination, EgressProxy, relay_source
 from frognano.sandbox.isolation import choose_mechanism
 from frognano.sandbox.local import LocalSandbox
 from frognano.sandbox.options import SandboxOptions
+from frognano.sandbox.paths import EGRESS, ENVIRONMENT, TOOLS
 
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"
@@ -51,6 +57,23 @@ TOKEN = "fake-token"
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 ExecFault = Literal[None, "drop", "stall"]
+
+# The pod network of a pod the NetworkPolicy lets out (see FakeKube): each exec'd command gets
+# a relay to the fake's allowlisting proxy and the proxy variables that lead to it.
+RELAY_FILE = "fake_pod_network.py"
+RELAY_SOCKET = "network.sock"
+POD_NETWORK = rf"""
+exec 3< <(exec python3 {TOOLS}/{RELAY_FILE} 0 {EGRESS}/{RELAY_SOCKET} 2>&1)
+IFS= read -r fake_ready <&3 || fake_ready=""
+case $fake_ready in
+  "ready "*) ;;
+  *) echo "fake kube: the pod network did not start: $fake_ready" >&2; exit 125 ;;
+esac
+fake_proxy=http://127.0.0.1:${{fake_ready#ready }}
+export HTTP_PROXY=$fake_proxy HTTPS_PROXY=$fake_proxy http_proxy=$fake_proxy https_proxy=$fake_proxy
+unset fake_ready fake_proxy
+"""
+PURPOSE = "frognano.dev/purpose"
 
 # The uvicorn transport of the WebSocket being served, so that a "drop" fault can cut the TCP
 # connection without the close handshake Starlette would otherwise send.
@@ -109,6 +132,12 @@ class _Runtime:
 
     sandbox: LocalSandbox | None = None
     booting: asyncio.Task[None] | None = None
+    init: tuple[str, LocalSandbox] | None = None
+    """The init container running now, by name, and its sandbox."""
+    volumes: dict[str, Path] = field(default_factory=dict)
+    """emptyDir volumes by name: a host folder each, deleted with the pod."""
+    network: tuple[EgressProxy, Path] | None = None
+    """The pod network of a pod the NetworkPolicy lets out: the proxy and its folder."""
     scripted: bool = False
     """A test set the status; a sandbox that comes up later must not overwrite it."""
     commands: set[asyncio.Task[RawResult | SandboxError]] = field(default_factory=set)
@@ -285,7 +314,30 @@ class FakeKube:
 
     Unlike a kubelet, exec sends a command's output only once it has ended (stdout's frames,
     then stderr's, then the status), and each exec runs in its own pid namespace, so one exec
-    cannot signal another's processes."""
+    cannot signal another's processes.
+
+    Volumes: an emptyDir mounted at ENVIRONMENT is a host folder per pod, bound into the
+    container's sandbox read-only when its volumeMount says readOnly, else writable (the
+    only emptyDir the fake models; the sandbox's own /workspace, /tmp and home stand for the
+    others). Init containers run one after the other before the pod's container, each in a
+    sandbox of its own with that folder writable, running its `command` as given; exec
+    reaches an init container while it runs (the pod Pending, its status `running`), and a
+    non-zero exit fails the pod, as with restartPolicy Never. The sandboxes' uids are the
+    local mechanism's, not runAsUser: what keeps the pod's container from writing the
+    environment here is the read-only bind, as in a kubelet it is the readOnly mount. The
+    container's `env` is not applied: the local sandbox sets its own (with ENVIRONMENT/bin first
+    on PATH and VIRTUAL_ENV when the environment is bound, as the pod's env asks).
+
+    The network: a pod has none (the local sandbox's empty network namespace), except a pod
+    labelled frognano.dev/purpose=environment when `network_policy` is given, which stands for
+    the chart's NetworkPolicy: such a pod's commands get HTTP(S)_PROXY pointing (through a
+    relay in the sandbox) at FrogNano's EgressProxy, allowing exactly the host names of the
+    pod's hostAliases whose address and port `network_policy` lists, and those addresses
+    themselves. A name outside hostAliases fails, as a pod without DNS fails; an address
+    outside the policy is refused. Not emulated: a real pod connects directly (no proxy
+    variables; a client that ignores them would find no network at all here), and the proxy
+    connects by resolving the name on this host, not by the hostAliases address (the tests
+    use names that resolve to the same address, such as localhost)."""
 
     def __init__(
         self,
@@ -295,6 +347,7 @@ class FakeKube:
         protocols: tuple[str, ...] = (V5, V4),
         token: str | None = TOKEN,
         kubernetes_version: str = KUBERNETES_VERSION,
+        network_policy: tuple[tuple[str, int], ...] = (),
     ) -> None:
         self.url = ""
         """http://127.0.0.1:PORT once started."""
@@ -317,6 +370,8 @@ class FakeKube:
         """The bearer token every request must carry; None accepts any request."""
         self.kubernetes_version = kubernetes_version
         self.mechanism = mechanism
+        self.network_policy = network_policy
+        """(IP, port) pairs environment pods may reach; empty: no pod reaches anything."""
         self._sandbox_options = sandbox_options
         self._runtimes: dict[tuple[str, str], _Runtime] = {}
         self._lock = threading.Lock()
@@ -461,6 +516,21 @@ class FakeKube:
         runtime = self._runtimes.get((namespace, name))
         return None if runtime is None else runtime.sandbox
 
+    def environment_folder(self, namespace: str, name: str) -> Path | None:
+        """The host folder behind a pod's ENVIRONMENT emptyDir, while the pod exists."""
+        runtime = self._runtimes.get((namespace, name))
+        return next(iter(runtime.volumes.values()), None) if runtime else None
+
+    def _box(self, namespace: str, name: str, container: str) -> LocalSandbox | None:
+        """The sandbox of one container of a pod: an init container's while it runs."""
+        runtime = self._runtimes.get((namespace, name))
+        if runtime is None:
+            return None
+        if runtime.init is not None and runtime.init[0] == container:
+            return runtime.init[1]
+        inits = self.pods.get((namespace, name), {}).get("spec", {}).get("initContainers") or []
+        return None if any(c.get("name") == container for c in inits) else runtime.sandbox
+
     # Internals --------------------------------------------------------------------------------
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
@@ -513,6 +583,18 @@ class FakeKube:
         if box is not None:
             with contextlib.suppress(Exception):
                 await box.close()
+        init, runtime.init = runtime.init, None
+        if init is not None:
+            with contextlib.suppress(Exception):
+                await init[1].close()
+        network, runtime.network = runtime.network, None
+        if network is not None:
+            with contextlib.suppress(Exception):
+                await network[0].__aexit__(None, None, None)
+            shutil.rmtree(network[1], ignore_errors=True)
+        for folder in runtime.volumes.values():
+            shutil.rmtree(folder, ignore_errors=True)
+        runtime.volumes.clear()
         # A command still starting when the sandbox closed escapes close(); cancelling its
         # _spawn kills it.
         for task in list(runtime.commands):
@@ -530,8 +612,16 @@ class FakeKube:
         if runtime is None:
             return
         if runtime.sandbox is None:
+            pod = self.pods.get(key)
+            if pod is None:
+                return
             try:
-                box = await LocalSandbox.create(await asyncio.to_thread(self._options))
+                base = await asyncio.to_thread(self._options)
+                runtime.volumes = _volumes(pod)
+                if not await self._run_init_containers(key, runtime, pod, base):
+                    return
+                options = await self._container_options(runtime, pod, base)
+                box = await LocalSandbox.create(options)
             except (SandboxError, OSError) as exc:
                 self._failed_to_start(key, runtime, str(exc))
                 return
@@ -546,6 +636,92 @@ class FakeKube:
             pod["spec"]["nodeName"] = "fake-node"
             pod["status"] = self._running_status(pod)
             pod["metadata"]["resourceVersion"] = self._next_version()
+
+    async def _run_init_containers(
+        self, key: tuple[str, str], runtime: _Runtime, pod: dict[str, Any], base: SandboxOptions
+    ) -> bool:
+        """Run each init container to its end; False (the pod Failed) when one fails."""
+        inits = pod["spec"].get("initContainers") or []
+        done: list[dict[str, Any]] = []
+        for index, container in enumerate(inits):
+            name = container["name"]
+            folder, _ = _environment_mount(runtime, container)
+            options = dataclasses.replace(base, environment=folder, environment_writable=True)
+            box = await LocalSandbox.create(options)
+            runtime.init = (name, box)
+            waiting = [_init_status(c, {"waiting": {"reason": "PodInitializing"}})
+                       for c in inits[index + 1 :]]  # fmt: skip
+            self._set_init_statuses(
+                key, runtime, [*done, _init_status(container, {"running": {"startedAt": _now()}}),
+                               *waiting],
+            )  # fmt: skip
+            try:
+                result = await box._spawn(
+                    'exec "$@"', container.get("command") or [], cwd="/", timeout=EXEC_TIMEOUT,
+                    stdin=None, output_limit=64 * 1024, split=False,
+                )  # fmt: skip
+            finally:
+                runtime.init = None
+                await box.close()
+            code = result.exit_code if result.exit_code is not None else 137
+            ended = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                     "message": result.output.decode("utf-8", "replace")[-1000:],
+                     "startedAt": _now(), "finishedAt": _now()}  # fmt: skip
+            done.append(_init_status(container, {"terminated": ended}))
+            if code != 0:
+                self._set_init_statuses(key, runtime, done, phase="Failed")
+                return False
+        return True
+
+    def _set_init_statuses(
+        self,
+        key: tuple[str, str],
+        runtime: _Runtime,
+        statuses: list[dict[str, Any]],
+        phase: str = "Pending",
+    ) -> None:
+        with self._lock:
+            pod = self.pods.get(key)
+            if pod is None or runtime.scripted:
+                return
+            status: dict[str, Any] = {"phase": phase, "initContainerStatuses": statuses}
+            if phase == "Failed":
+                status["reason"] = "InitContainerFailed"
+                status["message"] = "an init container exited non-zero"
+            pod["spec"]["nodeName"] = "fake-node"
+            pod["status"] = status
+            pod["metadata"]["resourceVersion"] = self._next_version()
+
+    async def _container_options(
+        self, runtime: _Runtime, pod: dict[str, Any], base: SandboxOptions
+    ) -> SandboxOptions:
+        """The pod's container's sandbox: its ENVIRONMENT bound as its volumeMount says, and a
+        pod network when the NetworkPolicy lets this pod out."""
+        (container,) = pod["spec"]["containers"]
+        folder, read_only = _environment_mount(runtime, container)
+        options = dataclasses.replace(
+            base, environment=folder, environment_writable=folder is not None and not read_only
+        )
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(PURPOSE) != "environment" or not self.network_policy:
+            return options
+        allowed: list[Destination] = []
+        for alias in pod["spec"].get("hostAliases") or []:
+            for ip, port in self.network_policy:
+                if alias["ip"] == ip:
+                    allowed += [Destination(host, port) for host in alias.get("hostnames") or []]
+        allowed += [Destination(ip, port) for ip, port in self.network_policy]
+        # In /tmp: a Unix socket's path must be short, and reachable by the sandbox's uid.
+        folder_out = Path(tempfile.mkdtemp(prefix="fake-net-", dir="/tmp"))
+        folder_out.chmod(0o755)
+        proxy = EgressProxy(folder_out / RELAY_SOCKET, allowed)
+        await proxy.__aenter__()
+        runtime.network = (proxy, folder_out)
+        return dataclasses.replace(
+            options,
+            egress=folder_out,
+            tool_files=(*options.tool_files, (RELAY_FILE, relay_source())),
+        )
 
     def _failed_to_start(self, key: tuple[str, str], runtime: _Runtime, why: str) -> None:
         with self._lock:
@@ -574,7 +750,10 @@ class FakeKube:
         ip = f"10.244.0.{next(self._ips) % 250 + 2}"
         conditions = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
                       "PodScheduled")  # fmt: skip
+        previous = (pod.get("status") or {}).get("initContainerStatuses")
+        extra = {"initContainerStatuses": previous} if previous else {}
         return {
+            **extra,
             "phase": "Running",
             "conditions": [
                 {"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
@@ -791,16 +970,19 @@ class FakeKube:
                 else "you must specify at least one command for the container",
             )
         names = [c.get("name") for c in pod.get("spec", {}).get("containers") or []]
-        if container not in names:
+        inits = [c.get("name") for c in pod.get("spec", {}).get("initContainers") or []]
+        if container not in names + inits:
             return _failure(400, "BadRequest", f"container {container} is not valid for pod {name}")
         phase = (pod.get("status") or {}).get("phase")
-        if phase in ("Succeeded", "Failed"):
+        # An init container is reachable only while it runs (the pod Pending), as in a kubelet.
+        if container not in inits and phase in ("Succeeded", "Failed"):
             return _failure(
                 400,
                 "BadRequest",
                 f"cannot exec into a container in a completed pod; current phase is {phase}",
             )
-        if phase != "Running" or self.sandbox(namespace, name) is None:
+        running = container in inits or phase == "Running"
+        if not running or self._box(namespace, name, container) is None:
             return _failure(
                 400,
                 "BadRequest",
@@ -831,7 +1013,7 @@ class FakeKube:
                 )
             )
             return
-        box = self.sandbox(namespace, name)
+        box = self._box(namespace, name, container)
         assert box is not None  # _exec_refusal checked it
         record = ExecRecord(namespace, name, container, argv, chosen)
         # Recorded before the handshake completes, so a client that has its stream can see it.
@@ -886,9 +1068,11 @@ class FakeKube:
     async def _command(
         self, box: LocalSandbox, record: ExecRecord, feed: _StdinFeed | None
     ) -> RawResult | SandboxError:
+        runtime = self._runtimes.get((record.namespace, record.pod))
+        network = runtime is not None and runtime.network is not None and box is runtime.sandbox
         try:
             result = await box._spawn(
-                'exec "$@"',
+                (POD_NETWORK if network else "") + 'exec "$@"',
                 record.argv,
                 cwd="/",
                 timeout=EXEC_TIMEOUT,
@@ -958,6 +1142,46 @@ class FakeKube:
         transport.abort()
 
 
+def _volumes(pod: dict[str, Any]) -> dict[str, Path]:
+    """A host folder for each emptyDir mounted at ENVIRONMENT (mode 0777, as a kubelet makes
+    an emptyDir)."""
+    spec = pod["spec"]
+    mounted = {
+        mount["name"]
+        for container in [*(spec.get("initContainers") or []), *spec["containers"]]
+        for mount in container.get("volumeMounts") or []
+        if mount.get("mountPath") == ENVIRONMENT
+    }
+    folders = {}
+    for volume in spec.get("volumes") or []:
+        if volume["name"] in mounted and "emptyDir" in volume:
+            folder = Path(tempfile.mkdtemp(prefix="fake-emptydir-"))
+            folder.chmod(0o777)
+            folders[volume["name"]] = folder
+    return folders
+
+
+def _environment_mount(runtime: _Runtime, container: dict[str, Any]) -> tuple[Path | None, bool]:
+    """The host folder a container mounts at ENVIRONMENT, and whether read-only."""
+    for mount in container.get("volumeMounts") or []:
+        if mount.get("mountPath") == ENVIRONMENT and mount["name"] in runtime.volumes:
+            return runtime.volumes[mount["name"]], bool(mount.get("readOnly"))
+    return None, False
+
+
+def _init_status(container: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": container.get("name", ""),
+        "state": state,
+        "lastState": {},
+        "ready": "terminated" in state and state["terminated"].get("exitCode") == 0,
+        "restartCount": 0,
+        "image": container.get("image", ""),
+        "imageID": "",
+        "started": "running" in state,
+    }
+
+
 _SPEC_VALUES = {
     "restartPolicy": ("Always", "OnFailure", "Never"),
     "dnsPolicy": ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"),
@@ -989,17 +1213,35 @@ def _invalid_spec(name: str, body: dict[str, Any]) -> JSONResponse | None:
     containers = spec.get("containers") or []
     if not containers:
         problems.append(("spec.containers", "Required value"))
-    for index, container in enumerate(containers):
-        where = f"spec.containers[{index}]"
-        if not _DNS_LABEL.fullmatch(container.get("name") or ""):
-            problems.append((f"{where}.name", "Invalid value: must be a DNS-1123 label"))
-        # The schema leaves image optional (for controllers); pod validation does not.
-        if not container.get("image"):
-            problems.append((f"{where}.image", "Required value"))
-        for key, allowed in _CONTAINER_VALUES.items():
-            if key in container and container[key] not in allowed:
-                problems.append((f"{where}.{key}", _unsupported(container[key], allowed)))
+    volumes = {volume.get("name") for volume in spec.get("volumes") or []}
+    listed = [("containers", containers), ("initContainers", spec.get("initContainers") or [])]
+    for kind, entries in listed:
+        for index, container in enumerate(entries):
+            problems += _container_problems(f"spec.{kind}[{index}]", container, volumes)
+    for index, alias in enumerate(spec.get("hostAliases") or []):
+        try:
+            ipaddress.ip_address(alias.get("ip") or "")
+        except ValueError:
+            problems.append((f"spec.hostAliases[{index}].ip", "Invalid value: not an IP"))
     return _invalid_pod(name, problems) if problems else None
+
+
+def _container_problems(
+    where: str, container: dict[str, Any], volumes: set[Any]
+) -> list[tuple[str, str]]:
+    problems = []
+    if not _DNS_LABEL.fullmatch(container.get("name") or ""):
+        problems.append((f"{where}.name", "Invalid value: must be a DNS-1123 label"))
+    # The schema leaves image optional (for controllers); pod validation does not.
+    if not container.get("image"):
+        problems.append((f"{where}.image", "Required value"))
+    for key, allowed in _CONTAINER_VALUES.items():
+        if key in container and container[key] not in allowed:
+            problems.append((f"{where}.{key}", _unsupported(container[key], allowed)))
+    for at, mount in enumerate(container.get("volumeMounts") or []):
+        if mount.get("name") not in volumes:
+            problems.append((f"{where}.volumeMounts[{at}].name", "Not found"))
+    return problems
 
 
 def _invalid_pod(name: str, problems: list[tuple[str, str]]) -> JSONResponse:

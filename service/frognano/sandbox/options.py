@@ -97,6 +97,10 @@ class SandboxOptions:
     """Only for the sandbox that builds the environment: bind it writable."""
     egress: Path | None = None
     """A host folder bound at EGRESS (the environment phase's proxy socket); None: no way out."""
+    index_urls: tuple[str, ...] = ()
+    """The package index URLs an environment build may reach, on Kubernetes: the backend
+    resolves their host names into the build pod's hostAliases (the pod has no DNS); what the
+    pod can reach is the cluster's NetworkPolicy's to decide. The local backend uses `egress`."""
     tool_files: tuple[tuple[str, bytes], ...] = ()
     """(file name, bytes) of FrogNano's own files to offer read-only under TOOLS; the local
     backend binds them from the host, a Kubernetes pod's image must carry them itself."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from frognano.sandbox.kubernetes.backend import _PIDS, KILL, WRAPPER
+from frognano.sandbox.kubernetes.pod import PATH_FIRST
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -98,3 +99,28 @@ def test_the_recorded_group_is_the_commands_and_kill_ends_it(tmp_path: Path) -> 
     subprocess.run(["/bin/bash", "-c", killer, "frognano-kill", "abc123"], check=True, timeout=10)
     assert proc.wait(timeout=10) == 128 + 9
     proc.stdout.close()
+
+
+def test_an_environment_goes_first_on_path_for_the_command_only(tmp_path: Path) -> None:
+    # A pod with an environment sets FROGNANO_PATH_FIRST=/environment/bin; what the
+    # environment's build left there (here: a `setsid` that would break the process group)
+    # must not stand in for the wrapper's own tools, and the variable itself does not show.
+    first = tmp_path / "envbin"
+    first.mkdir()
+    fake = first / "setsid"
+    fake.write_text(f'#!/bin/sh\ntouch {tmp_path}/hijacked\nexec "$@"\n')
+    fake.chmod(0o755)
+    done = subprocess.run(
+        wrapper_argv(tmp_path, 'echo "$PATH"; echo "first=${FROGNANO_PATH_FIRST-unset}"'),
+        capture_output=True,
+        text=True,
+        timeout=40,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        env={"PATH": "/usr/bin:/bin", PATH_FIRST: str(first)},
+    )
+    assert done.returncode == 0, done.stderr
+    path, shown = done.stdout.splitlines()
+    assert path == f"{first}:/usr/bin:/bin"
+    assert shown == "first=unset"
+    assert not (tmp_path / "hijacked").exists()

@@ -12,6 +12,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from frognano.errors import EnvironmentBuildError
 from frognano.run.environment.detect import GENERATED
@@ -29,10 +30,20 @@ RELAY_PORT = 3128
 OUTPUT_BYTES = 256 * 1024
 TAIL_LINES = 40
 
-# Runs before each install command. The index URL (with the token, if any) arrives on stdin,
-# never on a command line the host's `ps` shows. pip and uv read no configuration file (the
-# host's /etc is visible in the sandbox) and reach the network only through the relay.
-_PROLOGUE = rf"""
+# What every install command runs with: the index URL (with the token, if any) from stdin,
+# never on a command line or in the sandbox's environment; pip and uv read no configuration
+# file (the host's /etc is visible in a local sandbox, the image's in a pod).
+_INDEX = rf"""
+export PIP_INDEX_URL=$FROGNANO_INDEX UV_INDEX_URL=$FROGNANO_INDEX UV_DEFAULT_INDEX=$FROGNANO_INDEX
+export PIP_CONFIG_FILE=/dev/null UV_NO_CONFIG=1 PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+export PIP_PROGRESS_BAR=off PIP_ROOT_USER_ACTION=ignore
+unset FROGNANO_INDEX
+cd {WORKSPACE}
+"""
+# Local: the sandbox's network namespace has only `lo`; the network is reached only through
+# the relay to FrogNano's proxy.
+_PROLOGUE = (
+    rf"""
 set -u
 IFS= read -r FROGNANO_INDEX || true
 exec 3< <(exec python3 {TOOLS}/{RELAY_FILE} {RELAY_PORT} {EGRESS}/{SOCKET_NAME} 2>&1)
@@ -44,12 +55,23 @@ esac
 proxy=http://127.0.0.1:{RELAY_PORT}
 export HTTP_PROXY=$proxy HTTPS_PROXY=$proxy http_proxy=$proxy https_proxy=$proxy
 export NO_PROXY= no_proxy= ALL_PROXY= all_proxy=
-export PIP_INDEX_URL=$FROGNANO_INDEX UV_INDEX_URL=$FROGNANO_INDEX UV_DEFAULT_INDEX=$FROGNANO_INDEX
-export PIP_CONFIG_FILE=/dev/null UV_NO_CONFIG=1 PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-export PIP_PROGRESS_BAR=off PIP_ROOT_USER_ACTION=ignore
-unset FROGNANO_INDEX proxy frognano_ready
-cd {WORKSPACE}
-"""
+unset proxy frognano_ready"""
+    + _INDEX
+)
+# Kubernetes: the pod connects to the index itself, by the addresses the worker put in its
+# /etc/hosts; the cluster's NetworkPolicy decides what else it can reach (nothing).
+_POD_PROLOGUE = (
+    r"""
+set -u
+IFS= read -r FROGNANO_INDEX || true"""
+    + _INDEX
+)
+# On Kubernetes the cluster's network drops what the policy does not allow without telling
+# anyone: an install that hangs or fails on connecting elsewhere is the only sign.
+POD_UNSEEN = (
+    "\n(On Kubernetes FrogNano cannot see what an install tried to reach besides the index: "
+    "the cluster's NetworkPolicy drops such connections silently.)"
+)
 
 _PACKAGE = re.compile(
     r"(?:No matching distribution found for|Could not find a version that satisfies the "
@@ -79,6 +101,18 @@ class BuildRequest:
     extra_urls: Sequence[str]
     token: str | None
     timeout: float
+    backend: str = "local"
+    """The sandboxes' backend: a local build goes out through FrogNano's proxy, a pod by
+    the cluster's network (hostAliases and a NetworkPolicy)."""
+    max_bytes: int = 1 << 40
+    """The most a pod's environment may come to when it is copied back (the cache's size)."""
+
+
+@runtime_checkable
+class ExportsEnvironment(Protocol):
+    """A sandbox whose writable ENVIRONMENT is not a host folder (a pod): it hands it back."""
+
+    async def export_environment(self, dest: Path, *, max_bytes: int, timeout: float) -> None: ...
 
 
 def index_with_token(url: str, token: str | None) -> str:
@@ -106,9 +140,44 @@ async def build_into(
     create: Callable[[SandboxOptions], Awaitable[Sandbox]],
     log: BuildLog,
 ) -> None:
-    """Create a virtual environment in `staging` (bound at ENVIRONMENT) and run the install
-    commands there, noting each in `log`; EnvironmentBuildError with the log's tail on the
-    first failure."""
+    """Create a virtual environment at ENVIRONMENT and run the install commands there, noting
+    each in `log`, so that `staging` ends up holding it (bound there in a local sandbox, copied
+    back from a pod); EnvironmentBuildError with the log's tail on the first failure."""
+    if request.backend == "local":
+        await _build_locally(staging, request, options, create, log)
+    else:
+        build_options = dataclasses.replace(
+            options.for_purpose("environment"),
+            environment=staging,
+            environment_writable=True,
+            index_urls=(request.index_url, *request.extra_urls),
+        )
+        async with await create(build_options) as box:
+            await _run_commands(box, request, log, None)
+            if not isinstance(box, ExportsEnvironment):
+                raise EnvironmentBuildError(
+                    f"the {request.backend} sandbox cannot hand back a built environment"
+                )
+            await box.export_environment(
+                staging, max_bytes=request.max_bytes, timeout=request.timeout
+            )
+    if request.token:
+        leaked = find_token(staging, request.token)
+        if leaked is not None:
+            raise EnvironmentBuildError(
+                f"the index token was written into the environment ({leaked}); it is not used, "
+                "because the agent's and verification sandboxes would see it. Something the "
+                "install ran copied it: check the repository's build code"
+            )
+
+
+async def _build_locally(
+    staging: Path,
+    request: BuildRequest,
+    options: SandboxOptions,
+    create: Callable[[SandboxOptions], Awaitable[Sandbox]],
+    log: BuildLog,
+) -> None:
     # In /tmp, whatever TMPDIR says: a Unix socket's path must fit in 107 bytes, and a sandbox
     # of another uid must be able to reach it (its parent folders searchable by anyone).
     egress = Path(tempfile.mkdtemp(prefix="fn-egress-", dir="/tmp"))
@@ -126,27 +195,23 @@ async def build_into(
             )
             try:
                 async with await create(build_options) as box:
-                    await box.upload_tree(request.repo_dir, exclude=request.exclude)
-                    generated = [FileSpec(name, data) for name, data in request.files]
-                    await box.upload_files(generated, GENERATED)
-                    log.steps.append(await _create_venv(box))
-                    secret = index_with_token(request.index_url, request.token).encode() + b"\n"
-                    for command in request.commands:
-                        log.steps.append(
-                            await _install(box, command, secret, request.timeout, proxy)
-                        )
+                    await _run_commands(box, request, log, proxy)
             finally:
                 log.refused += [f"{a.host}:{a.port} ({a.what})" for a in proxy.refused]
     finally:
         _remove_egress(egress)
-    if request.token:
-        leaked = find_token(staging, request.token)
-        if leaked is not None:
-            raise EnvironmentBuildError(
-                f"the index token was written into the environment ({leaked}); it is not used, "
-                "because the agent's and verification sandboxes would see it. Something the "
-                "install ran copied it: check the repository's build code"
-            )
+
+
+async def _run_commands(
+    box: Sandbox, request: BuildRequest, log: BuildLog, proxy: EgressProxy | None
+) -> None:
+    await box.upload_tree(request.repo_dir, exclude=request.exclude)
+    generated = [FileSpec(name, data) for name, data in request.files]
+    await box.upload_files(generated, GENERATED)
+    log.steps.append(await _create_venv(box))
+    secret = index_with_token(request.index_url, request.token).encode() + b"\n"
+    for command in request.commands:
+        log.steps.append(await _install(box, command, secret, request.timeout, proxy))
 
 
 async def _create_venv(box: Sandbox) -> InstallStep:
@@ -162,10 +227,10 @@ async def _create_venv(box: Sandbox) -> InstallStep:
 
 
 async def _install(
-    box: Sandbox, command: str, secret: bytes, timeout: float, proxy: EgressProxy
+    box: Sandbox, command: str, secret: bytes, timeout: float, proxy: EgressProxy | None
 ) -> InstallStep:
     result = await box.exec(
-        _PROLOGUE + command + "\n",
+        (_POD_PROLOGUE if proxy is None else _PROLOGUE) + command + "\n",
         cwd=WORKSPACE,
         timeout=timeout,
         stdin=secret,
@@ -176,6 +241,14 @@ async def _install(
     status = f"timed out after {timeout:g} s" if result.timed_out else f"exited {result.exit_code}"
     found = _PACKAGE.findall(result.output)
     package = f" (it names {found[-1].strip('.,:')})" if found else ""
+    refused = POD_UNSEEN if proxy is None else _attempts(proxy)
+    raise EnvironmentBuildError(
+        f"the install command `{command}` {status}{package}.{refused}\n"
+        f"The last lines of its output:\n{_tail(result.output)}"
+    )
+
+
+def _attempts(proxy: EgressProxy) -> str:
     refused = "".join(
         f"\nIt tried to reach {attempt.host}:{attempt.port}, which is not an approved package "
         "index host (policy environment.index_url and environment.extra_urls)."
@@ -183,14 +256,10 @@ async def _install(
     )
     # An approved host that did not answer is the admins' to fix (a wrong URL, an index down).
     unreachable = {(a.host, a.port): a.detail for a in proxy.failed}
-    refused += "".join(
+    return refused + "".join(
         f"\nThe approved host {host}:{port} did not answer ({detail}): check "
         "environment.index_url and that the index is running."
         for (host, port), detail in unreachable.items()
-    )
-    raise EnvironmentBuildError(
-        f"the install command `{command}` {status}{package}.{refused}\n"
-        f"The last lines of its output:\n{_tail(result.output)}"
     )
 
 

@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from frognano.settings import Settings
 
 MAX_REFUSALS_SHOWN = 10
+IMAGE_WITHOUT_DIGEST = (
+    "the sandbox image is named by a tag, not a digest (@sha256:...): the environment is kept "
+    "under the tag, so a rebuilt image with the same tag reuses an environment built on the "
+    "old one; name the image by digest in the policy's sandbox.image"
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,8 @@ class EnvironmentRequest:
     exclude: Sequence[str]
     policy: EnvironmentPolicy
     image: str
-    """The sandbox image, or `local` on the local backend: part of the key."""
+    """The sandbox image, or `local` on the local backend: part of the key; on Kubernetes it
+    also stands for the interpreter (the image's), which the worker cannot run to ask."""
     backend: str = "local"
 
 
@@ -108,12 +114,6 @@ async def use_environment(
     policy = request.policy
     if policy.index_url is None:
         return options, None
-    if request.backend != "local":
-        raise EnvironmentBuildError(
-            "the environment phase (policy environment.index_url) runs only on the local "
-            f"sandbox for now, not on {request.backend}: bake the repository's dependencies "
-            "into the policy's sandbox.image and leave environment.index_url unset"
-        )
     if port is None:
         raise ConfigError(
             "this run has no environment cache; the policy sets environment.index_url"
@@ -125,8 +125,15 @@ async def use_environment(
         )
     started = time.monotonic()
     plan = await asyncio.to_thread(plan_install, request.repo_dir, policy)
-    python_env = resolve_python_env(options.python_env, None)
-    interpreter = await asyncio.to_thread(interpreter_identity, python_env)
+    if request.backend == "local":
+        python_env = resolve_python_env(options.python_env, None)
+        interpreter = await asyncio.to_thread(interpreter_identity, python_env)
+    else:
+        # A pod's interpreter is its image's, which the key holds as `image`; the worker
+        # cannot run it before the build. Only a digest pins it: see IMAGE_WITHOUT_DIGEST.
+        interpreter = f"the image's ({request.backend})"
+        if "@sha256:" not in request.image:
+            plan = dataclasses.replace(plan, notes=(*plan.notes, IMAGE_WITHOUT_DIGEST))
     key = await asyncio.to_thread(
         environment_key,
         request.repo_dir,
@@ -147,6 +154,8 @@ async def use_environment(
         extra_urls=policy.extra_urls,
         token=port.token,
         timeout=policy.timeout_seconds,
+        backend=request.backend,
+        max_bytes=port.cache.max_bytes,
     )
 
     async def builder(staging: Path) -> None:

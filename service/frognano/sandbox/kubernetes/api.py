@@ -15,7 +15,13 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from pydantic import ValidationError
 
-from frognano.errors import ConfigError, SandboxError
+from frognano.errors import (
+    ConfigError,
+    SandboxBusy,
+    SandboxError,
+    SandboxStartError,
+    SandboxUnavailable,
+)
 
 
 class KubeApiError(SandboxError):
@@ -147,3 +153,29 @@ async def kube_api(kubeconfig: Path | None) -> AsyncIterator[KubeApi]:
         yield api
     finally:
         api.close()
+
+
+def creation_error(exc: KubeApiError, namespace: str) -> SandboxError:
+    """What a refused pod creation means, for the person who can fix it."""
+    text = str(exc)
+    if exc.status == 401:
+        return SandboxUnavailable(
+            f"the API server did not accept FrogNano's credentials ({text}); check "
+            "FROGNANO_K8S_KUBECONFIG, or the worker's ServiceAccount token in a cluster"
+        )
+    if exc.status == 403 and "exceeded quota" in text:
+        return SandboxBusy(
+            f"the sandbox namespace {namespace} is at its ResourceQuota; wait for running "
+            f"sandboxes to finish or raise the quota ({text})"
+        )
+    if exc.status == 403:
+        return SandboxUnavailable(
+            f"the worker may not create pods in {namespace}; check its Role and RoleBinding "
+            f"({text})"
+        )
+    if exc.status == 404:
+        return SandboxUnavailable(
+            f"the sandbox namespace {namespace} does not exist; set FROGNANO_K8S_NAMESPACE "
+            f"or create it ({text})"
+        )
+    return SandboxStartError(f"could not create the sandbox pod: {text}")

@@ -12,12 +12,12 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import ClassVar
 
 from kubernetes import client
 
 from frognano.errors import (
-    SandboxBusy,
     SandboxClosed,
     SandboxError,
     SandboxStartError,
@@ -26,7 +26,8 @@ from frognano.errors import (
 from frognano.log import get_logger
 from frognano.sandbox.base import RawResult, SandboxBase
 from frognano.sandbox.hostpaths import HostPaths
-from frognano.sandbox.kubernetes.api import KubeApi, KubeApiError, connect
+from frognano.sandbox.kubernetes import environment
+from frognano.sandbox.kubernetes.api import KubeApi, KubeApiError, connect, creation_error
 from frognano.sandbox.kubernetes.exec import (
     ExecOutcome,
     ExecRefused,
@@ -34,7 +35,7 @@ from frognano.sandbox.kubernetes.exec import (
     open_stream,
     run_stream,
 )
-from frognano.sandbox.kubernetes.pod import CONTAINER, PodOptions, pod_options, sandbox_pod
+from frognano.sandbox.kubernetes.pod import CONTAINER, PATH_FIRST, PodOptions, sandbox_pod
 from frognano.sandbox.kubernetes.state import pod_state
 from frognano.sandbox.options import SandboxLimits, SandboxOptions
 from frognano.sandbox.pyenv import PythonEnv
@@ -69,7 +70,8 @@ exec timeout -k 5 "$limit" /bin/bash --noprofile --norc -c "$SUPERVISE" frognano
 SUPERVISE = r"""
 id=$1 cmd=$2
 shift 2
-setsid /bin/bash -c -- "$cmd" bash "$@" <&0 &
+run=$(type -P setsid)  # found on the image's PATH: an environment cannot stand in for it
+(PATH=${$FIRST:+$$FIRST:}$PATH; unset $FIRST; exec "$run" /bin/bash -c -- "$cmd" bash "$@") <&0 &
 pid=$!
 { mkdir -p "$PIDS" && printf '%s' "$pid" > "$PIDS/$id"; } 2>/dev/null
 trap 'kill -KILL -- "-$pid" 2>/dev/null; exit 143' TERM
@@ -77,7 +79,7 @@ wait "$pid"
 rc=$?
 kill -KILL -- "-$pid" 2>/dev/null
 exit "$rc"
-""".replace("$PIDS", _PIDS)
+""".replace("$PIDS", _PIDS).replace("$FIRST", PATH_FIRST)
 WRAPPER = WRAPPER.replace('"$SUPERVISE"', shlex.quote(SUPERVISE))
 KILL = f"""p=$(cat "{_PIDS}/$1" 2>/dev/null) && kill -KILL -- "-$p" 2>/dev/null; exit 0"""
 _BASH = ["/bin/bash", "--noprofile", "--norc", "-c"]
@@ -130,24 +132,25 @@ class KubernetesSandbox(SandboxBase):
     @classmethod
     async def create(cls, options: SandboxOptions) -> KubernetesSandbox:
         """Create the pod and wait until it runs a first command; raise SandboxError if not."""
-        if options.environment is not None or options.egress is not None:
-            # Built environments live in a host folder of the local backend (run/environment).
-            raise SandboxUnavailable(
-                "the environment phase (policy `environment.index_url`) runs only on the local "
-                "sandbox for now; bake the dependencies into the policy's sandbox.image, or "
-                "leave environment.index_url unset for repositories served on Kubernetes"
-            )
-        wanted = pod_options(options)
+        if options.egress is not None:
+            # A Unix socket on this host (the local build's proxy): a pod cannot reach it.
+            raise SandboxUnavailable("a pod cannot use a local egress proxy; see index_urls")
+        wanted = await environment.pod_options_for(options)
         api = await connect(options.kubeconfig)
         manifest = sandbox_pod(wanted)
         try:
             pod = await api.create_pod(wanted.namespace, manifest)
         except KubeApiError as exc:
             api.close()
-            raise _creation_error(exc, wanted.namespace) from None
+            raise creation_error(exc, wanted.namespace) from None
         sandbox = cls(api, pod, wanted, options.limits)
         log.info("sandbox.pod_created", pod=sandbox.name, namespace=sandbox.namespace)
         try:
+            if wanted.environment == "filled" and options.environment is not None:
+                await environment.fill(
+                    api, sandbox.namespace, sandbox.name, options.environment,
+                    wanted.start_timeout,
+                )  # fmt: skip
             await sandbox._wait_ready(wanted.start_timeout)
             probe = await sandbox.exec("true", timeout=60)
         except BaseException:
@@ -161,6 +164,12 @@ class KubernetesSandbox(SandboxBase):
                 f"{wanted.image} has bash, GNU coreutils (timeout, head), setsid and tar"
             )
         return sandbox
+
+    async def export_environment(self, dest: Path, *, max_bytes: int, timeout: float) -> None:
+        """Copy this build pod's ENVIRONMENT into the empty host folder `dest`."""
+        await environment.download(
+            self._api, self.namespace, self.name, dest, max_bytes=max_bytes, timeout=timeout
+        )
 
     @property
     def python_env(self) -> PythonEnv | None:
@@ -372,28 +381,3 @@ class KubernetesSandbox(SandboxBase):
             log.warning("sandbox.pod_delete_failed", pod=self.name, error=str(exc))
         finally:
             self._api.close()
-
-
-def _creation_error(exc: KubeApiError, namespace: str) -> SandboxError:
-    text = str(exc)
-    if exc.status == 401:
-        return SandboxUnavailable(
-            f"the API server did not accept FrogNano's credentials ({text}); check "
-            "FROGNANO_K8S_KUBECONFIG, or the worker's ServiceAccount token in a cluster"
-        )
-    if exc.status == 403 and "exceeded quota" in text:
-        return SandboxBusy(
-            f"the sandbox namespace {namespace} is at its ResourceQuota; wait for running "
-            f"sandboxes to finish or raise the quota ({text})"
-        )
-    if exc.status == 403:
-        return SandboxUnavailable(
-            f"the worker may not create pods in {namespace}; check its Role and RoleBinding "
-            f"({text})"
-        )
-    if exc.status == 404:
-        return SandboxUnavailable(
-            f"the sandbox namespace {namespace} does not exist; set FROGNANO_K8S_NAMESPACE "
-            f"or create it ({text})"
-        )
-    return SandboxStartError(f"could not create the sandbox pod: {text}")

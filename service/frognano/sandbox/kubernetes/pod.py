@@ -5,13 +5,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from frognano.sandbox.options import SandboxOptions
-from frognano.sandbox.paths import HOME, TMP, WORKSPACE
+from frognano.sandbox.paths import ENVIRONMENT, HOME, TMP, WORKSPACE
 
 CONTAINER = "sandbox"
 SANDBOX_UID = 10001
+FILLER = "environment"
+"""The init container that receives a built environment before the sandbox container starts."""
+FILLER_UID = 10002
+"""Its uid: not the sandbox's, so that nothing of the sandbox's uid owns a file it wrote."""
+FILLED = f"{ENVIRONMENT}/.frognano-filled"
+"""Created by FrogNano once the environment is in; the init container then removes it, exits."""
+PATH_FIRST = "FROGNANO_PATH_FIRST"
+"""Put before the image's own PATH by the exec wrapper (a pod cannot extend an image's PATH)."""
 MANAGED_BY = "app.kubernetes.io/managed-by"
 COMPONENT = "app.kubernetes.io/component"
 RUN_ID = "frognano.dev/run-id"
@@ -24,6 +32,16 @@ ATTEMPT = "frognano.dev/attempt"
 """Which try of its job made the pod, so a dead attempt's pods can go without the next's."""
 SELECTOR = f"{MANAGED_BY}=frognano,{COMPONENT}=sandbox"
 """Label selector matching every sandbox pod FrogNano creates, and nothing else."""
+
+# The init container's command: wait (at most the pod's start timeout) until FrogNano has
+# streamed the environment in through exec and said so, then end and let the sandbox start.
+WAIT_FOR_FILL = f"""
+until [ -e {FILLED} ]; do
+  [ "$SECONDS" -lt "$1" ] || {{ echo "frognano: no environment arrived in $1 s" >&2; exit 1; }}
+  sleep 0.2
+done
+rm -f {FILLED}
+"""
 
 # What the reaper adds to a pod's lifetime before it counts as abandoned: the pod's own
 # activeDeadlineSeconds stops it first; the label only decides when its object is deleted.
@@ -51,16 +69,29 @@ class PodOptions:
     """Extra labels (the worker adds its own name)."""
     seccomp_profile: str | None = None
     """A Localhost profile (path under the kubelet's seccomp folder); None: RuntimeDefault."""
+    environment: Literal["none", "filled", "build"] = "none"
+    """"filled": an emptyDir at ENVIRONMENT that FrogNano fills through the init container
+    FILLER, mounted read-only in the sandbox container; "build": the same emptyDir, writable
+    by the sandbox (the environment build); "none": no ENVIRONMENT."""
+    host_aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(IP, host names) for the pod's /etc/hosts: the package index of a build pod, which has
+    no DNS."""
 
     def __post_init__(self) -> None:
         if self.lifetime_seconds <= 0:
             raise ValueError("a sandbox pod's lifetime must be positive")
 
 
-def pod_options(options: SandboxOptions) -> PodOptions:
+def pod_options(
+    options: SandboxOptions, host_aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+) -> PodOptions:
     """The pod for a sandbox of `options`: the run's spec (image, resources, lifetime, run id,
-    purpose, attempt as a label) in the settings' namespace, seccomp profile and start timeout."""
+    purpose, attempt as a label) in the settings' namespace, seccomp profile and start timeout,
+    and its environment (kubernetes/environment.py resolves `host_aliases`)."""
     spec = options.spec
+    environment: Literal["none", "filled", "build"] = "none"
+    if options.environment is not None:
+        environment = "build" if options.environment_writable else "filled"
     return PodOptions(
         namespace=options.k8s_namespace,
         image=spec.image,
@@ -74,6 +105,8 @@ def pod_options(options: SandboxOptions) -> PodOptions:
         start_timeout=options.k8s_start_timeout,
         labels={} if spec.attempt is None else {ATTEMPT: str(spec.attempt)},
         seccomp_profile=options.k8s_seccomp_profile,
+        environment=environment,
+        host_aliases=host_aliases if environment == "build" else (),
     )
 
 
@@ -128,6 +161,18 @@ def sandbox_pod(options: PodOptions, *, now: datetime | None = None) -> dict[str
         "capabilities": {"drop": ["ALL"]},
         "seccompProfile": seccomp,
     }
+    resources = {
+        "requests": {
+            "cpu": _requests(options.cpu, 0.5),
+            "memory": _requests(options.memory, 0.5),
+            "ephemeral-storage": _requests(options.ephemeral_storage, 0.2),
+        },
+        "limits": {
+            "cpu": options.cpu,
+            "memory": options.memory,
+            "ephemeral-storage": options.ephemeral_storage,
+        },
+    }
     spec: dict[str, Any] = {
         # No token, no service environment variables, no DNS: nothing to find or to use.
         "automountServiceAccountToken": False,
@@ -166,18 +211,7 @@ def sandbox_pod(options: PodOptions, *, now: datetime | None = None) -> dict[str
                     {"name": "GIT_PAGER", "value": "cat"},
                 ],
                 "securityContext": container_security,
-                "resources": {
-                    "requests": {
-                        "cpu": _requests(options.cpu, 0.5),
-                        "memory": _requests(options.memory, 0.5),
-                        "ephemeral-storage": _requests(options.ephemeral_storage, 0.2),
-                    },
-                    "limits": {
-                        "cpu": options.cpu,
-                        "memory": options.memory,
-                        "ephemeral-storage": options.ephemeral_storage,
-                    },
-                },
+                "resources": resources,
                 "volumeMounts": [
                     {"name": "workspace", "mountPath": WORKSPACE},
                     {"name": "tmp", "mountPath": TMP},
@@ -195,6 +229,8 @@ def sandbox_pod(options: PodOptions, *, now: datetime | None = None) -> dict[str
     }
     if options.runtime_class:
         spec["runtimeClassName"] = options.runtime_class
+    if options.environment != "none":
+        _add_environment(spec, options, container_security, resources)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -206,3 +242,46 @@ def sandbox_pod(options: PodOptions, *, now: datetime | None = None) -> dict[str
         },
         "spec": spec,
     }
+
+
+def _add_environment(
+    spec: dict[str, Any],
+    options: PodOptions,
+    security: dict[str, Any],
+    resources: dict[str, Any],
+) -> None:
+    """The ENVIRONMENT emptyDir: read-only in the sandbox container and filled by an init
+    container of another uid ("filled"), or writable by the sandbox ("build", which may also
+    name the index's addresses in /etc/hosts); first on PATH, as in a local sandbox."""
+    (container,) = spec["containers"]
+    container["env"] += [
+        {"name": "VIRTUAL_ENV", "value": ENVIRONMENT},
+        {"name": PATH_FIRST, "value": f"{ENVIRONMENT}/bin"},
+    ]
+    filled = options.environment == "filled"
+    container["volumeMounts"].append(
+        {"name": "environment", "mountPath": ENVIRONMENT, "readOnly": filled}
+    )
+    spec["volumes"].append(
+        {"name": "environment", "emptyDir": {"sizeLimit": options.ephemeral_storage}}
+    )
+    if filled:
+        spec["initContainers"] = [
+            {
+                "name": FILLER,
+                "image": options.image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["/bin/bash", "--noprofile", "--norc", "-c", WAIT_FOR_FILL,
+                            "frognano-fill", str(max(1, int(options.start_timeout)))],
+                "env": [{"name": "LANG", "value": "C.UTF-8"}],
+                "securityContext": {
+                    **security, "runAsUser": FILLER_UID, "runAsGroup": FILLER_UID,
+                },
+                "resources": resources,
+                "volumeMounts": [{"name": "environment", "mountPath": ENVIRONMENT}],
+            }
+        ]  # fmt: skip
+    if options.host_aliases:
+        spec["hostAliases"] = [
+            {"ip": ip, "hostnames": list(names)} for ip, names in options.host_aliases
+        ]
