@@ -437,7 +437,11 @@ def test_webhook_secret_only_in_web_and_app_key_only_in_worker(
     assert webhook_file.parent == PurePosixPath("/var/run/secrets/frognano/webhook")
     assert key_file.parent == PurePosixPath("/var/run/secrets/frognano/github")
     assert _secret_keys_mounted(web) == {webhook_file.name}
-    assert _secret_keys_mounted(worker) == {key_file.name}
+    # The package index's token, where a Secret is named: the worker's too (it hands it to
+    # environment-build pods on stdin, never to another pod).
+    token = worker_env.get("FROGNANO_INDEX_TOKEN_FILE")
+    tokens = {PurePosixPath(token).name} if token else set()
+    assert _secret_keys_mounted(worker) == {key_file.name, *tokens}
     for name, pod in pods.items():
         if pod not in (web, worker):
             assert _secret_keys_mounted(pod) == set(), name
@@ -871,9 +875,12 @@ def test_values_all_options_reach_the_objects(render: Render) -> None:
         assert pod.get("affinity"), name
     web, worker = pods[f"{RELEASE}-frognano-web"], pods[f"{RELEASE}-frognano-worker"]
     assert _secret_keys_mounted(web) == {"hook-secret"}
-    assert _secret_keys_mounted(worker) == {"app.pem"}
+    assert _secret_keys_mounted(worker) == {"app.pem", "token"}
+    env = _env(worker)
+    assert env["FROGNANO_INDEX_TOKEN_FILE"] == "/var/run/secrets/frognano/index/token"
+    assert env["FROGNANO_ENVIRONMENT_CACHE_MAX_BYTES"] == "21474836480"
     assert {v["secret"]["secretName"] for p in (web, worker) for v in p["volumes"]
-            if "secret" in v} == {"frognano-github"}  # fmt: skip
+            if "secret" in v} == {"frognano-github", "frognano-index-token"}  # fmt: skip
     assert not _by_kind(docs, "Secret")
     assert _one(docs, "Ingress", "-web")["spec"]["tls"][0]["secretName"] == "frognano-tls"
     (claim,) = _one(docs, "StatefulSet", "-redis")["spec"]["volumeClaimTemplates"]

@@ -34,10 +34,13 @@ TAIL_LINES = 40
 # never on a command line or in the sandbox's environment; pip and uv read no configuration
 # file (the host's /etc is visible in a local sandbox, the image's in a pod).
 _INDEX = rf"""
+if [ -n "$FROGNANO_TRUSTED" ]; then
+  export PIP_TRUSTED_HOST=$FROGNANO_TRUSTED UV_INSECURE_HOST=$FROGNANO_TRUSTED
+fi
 export PIP_INDEX_URL=$FROGNANO_INDEX UV_INDEX_URL=$FROGNANO_INDEX UV_DEFAULT_INDEX=$FROGNANO_INDEX
 export PIP_CONFIG_FILE=/dev/null UV_NO_CONFIG=1 PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 export PIP_PROGRESS_BAR=off PIP_ROOT_USER_ACTION=ignore
-unset FROGNANO_INDEX
+unset FROGNANO_INDEX FROGNANO_TRUSTED
 cd {WORKSPACE}
 """
 # Local: the sandbox's network namespace has only `lo`; the network is reached only through
@@ -46,6 +49,7 @@ _PROLOGUE = (
     rf"""
 set -u
 IFS= read -r FROGNANO_INDEX || true
+IFS= read -r FROGNANO_TRUSTED || FROGNANO_TRUSTED=""
 exec 3< <(exec python3 {TOOLS}/{RELAY_FILE} {RELAY_PORT} {EGRESS}/{SOCKET_NAME} 2>&1)
 IFS= read -r frognano_ready <&3 || frognano_ready=""
 case $frognano_ready in
@@ -61,9 +65,11 @@ unset proxy frognano_ready"""
 # Kubernetes: the pod connects to the index itself, by the addresses the worker put in its
 # /etc/hosts; the cluster's NetworkPolicy decides what else it can reach (nothing).
 _POD_PROLOGUE = (
-    r"""
+    """
 set -u
-IFS= read -r FROGNANO_INDEX || true"""
+IFS= read -r FROGNANO_INDEX || true
+IFS= read -r FROGNANO_TRUSTED || FROGNANO_TRUSTED=\"\"
+"""
     + _INDEX
 )
 # On Kubernetes the cluster's network drops what the policy does not allow without telling
@@ -113,6 +119,19 @@ class ExportsEnvironment(Protocol):
     """A sandbox whose writable ENVIRONMENT is not a host folder (a pod): it hands it back."""
 
     async def export_environment(self, dest: Path, *, max_bytes: int, timeout: float) -> None: ...
+
+
+def trusted_hosts(urls: Sequence[str]) -> str:
+    """`host:port` of each approved `http` URL, space-separated: pip (and uv) refuse a plain
+    HTTP index on any host but localhost unless told to trust it, and the admin's policy
+    approving the URL is that word (an in-cluster index is usually plain HTTP)."""
+    hosts: dict[str, None] = {}
+    for url in urls:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme == "http" and parts.hostname:
+            host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+            hosts[f"{host}:{parts.port}" if parts.port else host] = None
+    return " ".join(hosts)
 
 
 def index_with_token(url: str, token: str | None) -> str:
@@ -210,6 +229,7 @@ async def _run_commands(
     await box.upload_files(generated, GENERATED)
     log.steps.append(await _create_venv(box))
     secret = index_with_token(request.index_url, request.token).encode() + b"\n"
+    secret += trusted_hosts([request.index_url, *request.extra_urls]).encode() + b"\n"
     for command in request.commands:
         log.steps.append(await _install(box, command, secret, request.timeout, proxy))
 
