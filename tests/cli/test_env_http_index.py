@@ -14,13 +14,13 @@ import pytest
 from tests.cli.test_solve_environment import (
     BUILD_WHEELS,
     MATHHELP,
-    PYTEST_WHEELS,
     env_for,
     make_repo,
 )
 from tests.conftest import STRICT
 from tests.packageindex import (
     PROXPI_ENV_VAR,
+    PYTEST_WHEELS,
     WHEEL_CACHE,
     build_wheel,
     download_wheels,
