@@ -173,6 +173,16 @@ def hostile_report() -> RunReport:
     return report
 
 
+def hostile_unmeasured_report() -> RunReport:
+    """The measurement's error is the sandbox's text too: the collector's record carries it."""
+    report = hostile_report()
+    changed = verification_of(report)["changed_lines"]
+    assert changed is not None
+    changed["error"] = FLOOD
+    changed["share"] = None
+    return report
+
+
 def test_the_pull_request_renders_nothing_live() -> None:
     report = hostile_report()
     assert live(pull_request_title(7, INLINE), own=["#7"]) == []
@@ -196,6 +206,18 @@ def hostile_story() -> Story:
         for step, name in enumerate(NAMES, 1)
     ]
     return Story(lines, stop_reason=INLINE, detail=INLINE, summary=FLOOD, steps=len(lines))
+
+
+def test_an_unmeasured_changed_lines_error_renders_nothing_live() -> None:
+    report = hostile_unmeasured_report()
+    body = pull_request_body(
+        report, issue_number=7, link="refs", run_id="r1", trajectory_location="r1/t.jsonl"
+    )
+    assert "could not be measured" in body
+    assert live(body, own=["Refs #7"]) == []
+    _conclusion, _title, summary, text = verification_check(report, story=None)
+    assert live(summary) == []
+    assert live(text) == []
 
 
 def test_the_verification_check_renders_nothing_live() -> None:

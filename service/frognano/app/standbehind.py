@@ -12,7 +12,12 @@ _PREVIEW_CHARS = 100
 def changed_lines_parts(record: ChangedLinesRecord | None) -> list[Part]:
     if record is None:
         return []
-    parts = [fixed(changed_lines_sentence(record))]
+    if record["error"]:
+        # The measurement's own words come from the sandbox (the collector's record).
+        said = f"The changed lines' coverage could not be measured: {md(record['error'])}."
+        parts = [Part(said)]
+    else:
+        parts = [fixed(changed_lines_sentence(record))]
     missed = [
         f"- no test executed {code(shorten(path, 160))} lines {spans}"
         for path, spans in list(record["not_executed"].items())[:_SHOWN]
