@@ -43,6 +43,8 @@ class Necessity:
     checks: tuple[HunkCheck, ...] = ()
     note: str = ""
     """How the hunks were grouped, or why nothing was checked."""
+    unchecked: tuple[str, ...] = ()
+    """Files of the fix past verify.hunk_limit, which no check reverted."""
 
     @property
     def unneeded(self) -> tuple[HunkCheck, ...]:
@@ -83,7 +85,9 @@ async def check_hunks(
 
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(one(unit)) for unit in units]
-    return Necessity(chosen, agents, tuple(t.result() for t in tasks), note)
+    checked = {unit.path for unit in units}
+    unchecked = tuple(c.path for c in plan.source if c.path not in checked)
+    return Necessity(chosen, agents, tuple(t.result() for t in tasks), note, unchecked)
 
 
 def _without(plan: Plan, reverted: AppliedFile) -> Overlay:

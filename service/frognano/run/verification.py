@@ -193,6 +193,18 @@ def unmet(necessity: Necessity | None) -> str:
     """Why `require_needed` does not hold: a hunk no test needs, or one that could not tell."""
     if necessity is None:
         return ""
+    # What was not checked is doubt, never a pass.
+    if not necessity.checks:
+        return (
+            "policy verify.hunks requires every hunk to be needed by a test, and none was "
+            f"checked: {necessity.note}"
+        )
+    if necessity.unchecked:
+        shown = ", ".join(necessity.unchecked[:5])
+        return (
+            "policy verify.hunks requires every hunk to be needed by a test, and "
+            f"{len(necessity.unchecked)} file(s) past verify.hunk_limit were not checked: {shown}"
+        )
     for check in necessity.checks:
         if check.problem:
             return f"the check of {check.unit.hunks[0].where} could not tell: {check.problem}"
