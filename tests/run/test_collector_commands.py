@@ -15,17 +15,23 @@ def test_only_selected_files_run(tmp_path: Path) -> None:
         {
             **INI,
             "tests/test_a.py": "def test_a():\n    pass\n",
-            "tests/test_b.py": "def test_b():\n    assert 0\n",
-            "tests/sub/test_c.py": "def test_c():\n    pass\n",
+            "tests/test_b.py": "open('b-imported', 'w')\ndef test_b():\n    assert 0\n",
+            "tests/sub/test_c.py": "def test_c():\n    pass\n\ndef test_d():\n    assert 0\n",
+            "tests/other/conftest.py": "open('other-conftest-loaded', 'w')\n",
+            "tests/other/test_e.py": "def test_e():\n    assert 0\n",
         },
     )
-    run = run_pytest(tmp_path, select=["tests/test_a.py", "./tests/sub/test_c.py"])
+    selected = ["tests/test_a.py", "./tests/sub/test_c.py::test_c"]
+    run = run_pytest(tmp_path, select=selected)
     report = run.report()
     # pytest 7 collects a directory's files before its subdirectories, pytest 8 in name order.
     assert sorted(report.collected) == ["tests/sub/test_c.py::test_c", "tests/test_a.py::test_a"]
     assert report.passed, run.output
     assert report.sessions[0].selected_files == 2
-    assert "1 deselected" in run.output
+    assert "1 deselected" in run.output  # test_d: its file is selected, the test is not
+    # A file or folder no selected test is in is never collected: not imported, no conftest.
+    assert not (tmp_path / "b-imported").exists()
+    assert not (tmp_path / "other-conftest-loaded").exists()
 
     report = run_pytest(tmp_path, select=[]).report()
     assert report.collected == ()

@@ -47,3 +47,21 @@ async def test_every_hunk_checked_and_needed_meets_it_and_one_not_needed_does_no
 async def test_no_test_to_run_is_no_evidence_for_any_hunk() -> None:
     found = await check_hunks(PLAN, _base, [], [], _fails_without_a, limit=5, parallel=2)
     assert "none was checked" in unmet(found)
+
+
+async def test_a_checked_test_that_did_not_run_is_doubt_unless_its_module_broke() -> None:
+    async def vanished(role: Role, layer: Overlay, select: Sequence[str]) -> TestRun:
+        return TestRun(role, "pytest", 5, False, 0.1, "", {})
+
+    found = await check_hunks(PLAN, _base, ["t::x"], [], vanished, limit=5, parallel=2)
+    assert [c.problem for c in found.checks] == ["the run with it reverted did not run t::x"] * 2
+    assert "could not tell" in unmet(found)
+
+    async def broke_import(role: Role, layer: Overlay, select: Sequence[str]) -> TestRun:
+        reverted = any(f.path == "a.py" and f.content == BASES["a.py"] for f in layer.files)
+        if reverted:  # the test module imports what a.py's change adds
+            return TestRun(role, "pytest", 2, False, 0.1, "", {}, collection_errors={"t": "E"})
+        return TestRun(role, "pytest", 0, False, 0.1, "", {"t::x": "passed"})
+
+    found = await check_hunks(PLAN, _base, ["t::x"], [], broke_import, limit=5, parallel=2)
+    assert [c.needed_by for c in found.checks] == [("t::x",), ()]

@@ -80,6 +80,10 @@ async def check_hunks(
         if not result.complete:
             why = "it timed out" if result.timed_out else "; ".join(result.problems)
             return HunkCheck(unit, problem=f"the run with it reverted is incomplete: {why}")
+        absent = [t for t in chosen if t not in result.outcomes]
+        if absent and not result.collection_errors:
+            # Not run and no module failed to import: nothing says the revert broke it.
+            return HunkCheck(unit, problem=f"the run with it reverted did not run {absent[0]}")
         failing = tuple(t for t in chosen if result.outcomes.get(t) not in PASSING)
         return HunkCheck(unit, needed_by=failing)
 

@@ -162,6 +162,7 @@ class _Collector:
         prefix = os.path.relpath(os.path.realpath(str(config.rootpath)), self.root)
         self.prefix = "" if prefix == "." else prefix.replace(os.sep, "/")
         self.select, self.select_error = self._read_select(settings.select_file)
+        self.reach = None if self.select is None else _reach(self.select)
         self.collected_written = False
         self.items: dict[str, dict[str, Any]] = {}
         self.worker_env: dict[str, str | None] = {}
@@ -235,6 +236,16 @@ class _Collector:
         for name, value in wanted.items():
             self.worker_env[name] = os.environ.get(name)
             os.environ[name] = value
+
+    def pytest_ignore_collect(self, collection_path: Any) -> bool | None:
+        """With a selection, skip every file and folder no selected test is in: a check of
+        three tests should not import the whole suite. The selection still decides."""
+        if self.reach is None:
+            return None
+        relative = self.relative(str(collection_path))
+        if relative == "." or relative.startswith("../") or relative in self.reach:
+            return None
+        return True
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -342,6 +353,17 @@ class _Collector:
 
     def _plugins(self) -> list[object]:
         return list(self.config.pluginmanager.get_plugins())
+
+
+def _reach(select: frozenset[str]) -> frozenset[str]:
+    """The files the selected tests are in (a node id's path part) and every folder above."""
+    reached = set()
+    for entry in select:
+        path = entry.split("::", 1)[0]
+        while path and path not in reached:
+            reached.add(path)
+            path = posixpath.dirname(path)
+    return frozenset(reached)
 
 
 _OUTCOME = _load("frognano_outcome")
