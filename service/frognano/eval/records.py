@@ -102,18 +102,23 @@ class InstanceResult(_Record):
 
 def write_result(folder: Path, result: InstanceResult) -> None:
     """Write result.json whole or not at all: a reader never sees half of it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result.model_dump(mode="json"), indent=2) + "\n"
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".result.", suffix=".tmp")
+    replace_file(folder / RESULT_FILE, json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
+
+
+def replace_file(path: Path, text: str) -> Path:
+    """Write `text` to `path` whole or not at all (a temporary file renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, folder / RESULT_FILE)
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return path
 
 
 def read_result(folder: Path) -> InstanceResult | None:

@@ -1,0 +1,113 @@
+"""What `frognano eval` shows and writes as it goes: a progress bar, the files, a table."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from frognano.cli.common import fail as _fail
+from frognano.cli.common import say as _say
+from frognano.eval.outputs import write_instance_report, write_run_files
+from frognano.eval.records import InstanceResult
+from frognano.eval.runner import EvalEvents, EvalPlan, finished, instance_dir, run_eval
+from frognano.eval.scoring import RunSummary, chosen, summarize
+from frognano.run.ports import RunPorts
+
+
+def summary_of(plan: EvalPlan, results: list[InstanceResult]) -> RunSummary:
+    return summarize(
+        [i.instance_id for i in plan.instances],
+        results,
+        mode=plan.mode,
+        model=plan.model_name,
+        attempts=plan.attempts,
+    )
+
+
+def _record(plan: EvalPlan, results: dict[str, InstanceResult], result: InstanceResult) -> None:
+    """One more instance finished: its report and the run's files, rewritten whole."""
+    results[result.instance_id] = result
+    write_instance_report(instance_dir(plan.out, result.instance_id), result)
+    ordered = [results[i.instance_id] for i in plan.instances if i.instance_id in results]
+    write_run_files(plan.out, ordered, summary_of(plan, ordered), plan.attempts)
+
+
+async def run_with_progress(plan: EvalPlan, ports: RunPorts, err: Console) -> list[InstanceResult]:
+    """The run, with a progress bar on a terminal and a line per instance otherwise."""
+    results = {r.instance_id: r for r in finished(plan)}
+    if results and not plan.redo:
+        _say(err, f"Resuming {plan.out}: {len(results)} instance(s) finished before are kept.")
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not err.is_terminal,
+    )
+    task = bar.add_task(f"{plan.mode} on {len(plan.instances)} instance(s)", total=None)
+    bar.update(task, total=len(plan.instances))
+
+    def done(result: InstanceResult) -> None:
+        _record(plan, results, result)
+        bar.advance(task)
+        if not err.is_terminal:
+            official = chosen(result).official
+            err.print(Text(f"{result.instance_id}: {official.status} ({official.reason})"))
+
+    def kept(result: InstanceResult) -> None:
+        bar.advance(task)
+
+    with bar:
+        return await run_eval(plan, ports, EvalEvents(finished=done, skipped=kept))
+
+
+def table(results: list[InstanceResult]) -> Table:
+    """One row per instance; every cell is plain text (a dataset's id or a model's words
+    never become markup)."""
+    grid = Table(title="frognano eval")
+    for name in ("instance", "status", "FrogNano", "steps", "tokens", "seconds"):
+        grid.add_column(name)
+    for result in results:
+        attempt = chosen(result)
+        verdict = attempt.verdict
+        said = "-" if verdict is None else "ready" if verdict.ready else "not ready"
+        grid.add_row(
+            Text(result.instance_id),
+            Text(attempt.official.status),
+            Text(said),
+            Text(str(attempt.steps)),
+            Text(str(attempt.prompt_tokens + attempt.completion_tokens)),
+            Text(f"{attempt.agent_seconds + attempt.official.seconds:.0f}"),
+        )
+    return grid
+
+
+def finish(plan: EvalPlan, results: list[InstanceResult], err: Console) -> None:
+    """The files, the table and the figures; exit 1 for `--gold` with a broken instance."""
+    summary = summary_of(plan, results)
+    written = write_run_files(plan.out, results, summary, plan.attempts)
+    err.print(table(results))
+    total = summary["total_instances"]
+    _say(
+        err,
+        f"Resolved {summary['resolved_instances']} of {total} "
+        f"({summary['resolved_instances'] / total:.1%}); unresolved "
+        f"{summary['unresolved_instances']}, empty patch {summary['empty_patch_instances']}, "
+        f"error {summary['error_instances']}.",
+    )
+    for k, value in summary["pass_at_k"].items():
+        _say(err, f"pass@{k}: {value:.1%}")
+    best = summary["best_of_k"]
+    if best is not None:
+        _say(err, f"best-of-{best['k']} by FrogNano's evidence: {best['rate']:.1%}")
+    _say(err, f"Wrote {', '.join(str(p) for p in written)}")
+    if plan.mode == "gold":
+        broken = [r for r in results if not chosen(r).official.resolved]
+        for result in broken:
+            official = chosen(result).official
+            err.print(Text(f"broken: {result.instance_id}: {official.status}: {official.reason}"))
+        if broken:
+            _fail(f"{len(broken)} instance(s) are broken: their own patch does not resolve them", 1)
