@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 import pytest
+from pydantic import ValidationError
 from rich.console import Console
 
 from frognano.eval.figures import Agreement
@@ -206,7 +207,7 @@ def test_pass_at_k_and_best_of_k_over_several_attempts() -> None:
     assert figures.pass_at[2] == pytest.approx(5 / 9)
     assert figures.pass_at[3] == pytest.approx(2 / 3)
     assert figures.best_of == pytest.approx(2 / 3)
-    assert figures.resolved == 1  # the first attempts, as SWE-bench counts
+    assert figures.resolved == 2  # the chosen attempts, as predictions.jsonl submits them
     page = parse(summary_page(results, title="run", links=_trajectory))
     shown = {k: page.by_id(k).text() for k in ("pass-at-1", "pass-at-2", "pass-at-3", "best-of")}
     assert shown == {
@@ -254,17 +255,21 @@ def test_one_row_per_instance_with_its_first_attempts_figures() -> None:
     ]  # fmt: skip
 
 
-def test_records_with_no_attempt_or_no_verdict_still_show() -> None:
+def test_a_record_without_attempts_is_refused_and_one_without_a_verdict_shows() -> None:
+    with pytest.raises(ValidationError, match="at least 1"):
+        _result("d__d-1")
+    with pytest.raises(ValidationError, match="chosen is 1, with 1 attempt"):
+        _result("d__d-1", _attempt(1, "error"), chosen=1)
     results = [
-        _result("d__d-1"),
         _result("d__d-2", _attempt(1, "error", stop_reason="model_error")),
+        _result("d__d-3", _attempt(1, "error")),
     ]
     page = parse(summary_page(results, title="run", links=_trajectory))
     found = rows(page)
     assert [(r["status"], r["verdict"], r["agree"]) for r in found] == [
         ("error", "none", "—"), ("error", "none", "—"),
     ]  # fmt: skip
-    assert "stopped: model_error" in found[1]["reason"]
+    assert "stopped: model_error" in found[0]["reason"]
     assert page.by_id("error").text() == "2"
     empty = parse(summary_page([], title="nothing", links=_trajectory))
     assert empty.by_id("resolved-rate").text() == "—"

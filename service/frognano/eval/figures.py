@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from frognano.eval.records import Attempt, InstanceResult, Status
+from frognano.eval.scoring import RunSummary, summarize
+from frognano.eval.scoring import chosen as chosen_attempt
 
 __all__ = [
     "STATUS_WORDS",
@@ -15,8 +15,8 @@ __all__ = [
     "Headline",
     "agreement_word",
     "chosen_attempt",
-    "first_attempt",
     "headline",
+    "headline_of",
     "status_of",
     "tokens_of",
     "verdict_word",
@@ -65,64 +65,39 @@ class Headline:
     """The share of instances whose chosen attempt resolved them; None with one attempt each."""
 
 
-def first_attempt(result: InstanceResult) -> Attempt | None:
-    # The models allow an empty list of attempts; such a record is shown, not a crash.
-    return result.attempts[0] if result.attempts else None
-
-
 def status_of(result: InstanceResult) -> Status:
-    return result.status if result.attempts else "error"
-
-
-def chosen_attempt(result: InstanceResult) -> Attempt | None:
-    inside = 0 <= result.chosen < len(result.attempts)
-    return result.attempts[result.chosen] if inside else None
-
-
-def _pass_at(attempts: Sequence[Attempt], k: int) -> float:
-    """The unbiased estimate of pass@k from n attempts, c of them resolved (Chen et al. 2021):
-    1 - C(n-c, k) / C(n, k)."""
-    n = len(attempts)
-    failed = sum(not attempt.official.resolved for attempt in attempts)
-    return 1.0 - math.comb(failed, k) / math.comb(n, k)
+    return result.status
 
 
 def headline(results: Sequence[InstanceResult]) -> Headline:
-    """The figures `results` give on their own: pass@k for each k up to the fewest attempts
-    any instance has, and best-of-K, when every instance has more than one attempt."""
-    statuses = [status_of(result) for result in results]
-    cells: Counter[tuple[bool, bool]] = Counter()
-    no_verdict = 0
-    for result, status in zip(results, statuses, strict=True):
-        first = first_attempt(result)
-        if first is None or first.verdict is None:
-            no_verdict += 1
-        else:
-            cells[first.verdict.ready, status == "resolved"] += 1
-    fewest = min((len(result.attempts) for result in results), default=0)
-    pass_at: dict[int, float] = {}
-    best_of = None
-    if fewest > 1:
-        for k in range(1, fewest + 1):
-            pass_at[k] = sum(_pass_at(result.attempts, k) for result in results) / len(results)
-        picked = [chosen_attempt(result) for result in results]
-        best_of = sum(a is not None and a.official.resolved for a in picked) / len(results)
-    agreement = Agreement(
-        ready_resolved=cells[True, True],
-        ready_unresolved=cells[True, False],
-        not_ready_resolved=cells[False, True],
-        not_ready_unresolved=cells[False, False],
-        no_verdict=no_verdict,
+    """The figures `results` give on their own, as the run's summary.json computes them."""
+    attempts = min((len(result.attempts) for result in results), default=1)
+    whole = [result for result in results if chosen_attempt(result) is not None]
+    return headline_of(
+        summarize([r.instance_id for r in whole], whole, mode="", model="", attempts=attempts),
+        no_verdict=sum(1 for r in results for a in r.attempts if a.verdict is None),
     )
+
+
+def headline_of(summary: RunSummary, *, no_verdict: int = 0) -> Headline:
+    """A run summary's figures (the chosen attempts, as predictions.jsonl holds them)."""
+    agree = summary["agreement"]
+    best = summary["best_of_k"]
     return Headline(
-        instances=len(results),
-        resolved=statuses.count("resolved"),
-        unresolved=statuses.count("unresolved"),
-        empty_patch=statuses.count("empty_patch"),
-        error=statuses.count("error"),
-        agreement=agreement,
-        pass_at=pass_at,
-        best_of=best_of,
+        instances=summary["total_instances"],
+        resolved=summary["resolved_instances"],
+        unresolved=summary["unresolved_instances"],
+        empty_patch=summary["empty_patch_instances"],
+        error=summary["error_instances"],
+        agreement=Agreement(
+            ready_resolved=agree["ready_resolved"],
+            ready_unresolved=agree["ready_unresolved"],
+            not_ready_resolved=agree["not_ready_resolved"],
+            not_ready_unresolved=agree["not_ready_unresolved"],
+            no_verdict=no_verdict,
+        ),
+        pass_at={int(k): v for k, v in summary["pass_at_k"].items()} if best else {},
+        best_of=best["rate"] if best else None,
     )
 
 

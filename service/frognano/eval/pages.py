@@ -14,7 +14,6 @@ from frognano.eval.figures import (
     Headline,
     agreement_word,
     chosen_attempt,
-    first_attempt,
     headline,
     status_of,
     tokens_of,
@@ -93,7 +92,7 @@ def _headline_html(figures: Headline) -> str:
     agree = figures.agreement
     return (
         f'<table class="headline">{cells}</table>'
-        "<h2>FrogNano's verdict against the official result (first attempts)</h2>"
+        "<h2>FrogNano's verdict against the official result (every attempt)</h2>"
         '<table class="agreement"><tr><th></th><th>resolved</th><th>not resolved</th></tr>'
         f'<tr><th>ready</th><td id="ready-resolved">{agree.ready_resolved}</td>'
         f'<td id="ready-unresolved">{agree.ready_unresolved}</td></tr>'
@@ -115,9 +114,8 @@ def _links(result: InstanceResult, links: Links) -> str:
 
 
 def _row(result: InstanceResult, links: Links) -> str:
+    first = chosen = chosen_attempt(result)
     status = status_of(result)
-    first = first_attempt(result)
-    chosen = chosen_attempt(result)
     reason = ""
     if first is not None:
         reason = _e(first.official.reason)
@@ -150,12 +148,12 @@ def _row(result: InstanceResult, links: Links) -> str:
 
 
 def _plots(results: Sequence[InstanceResult]) -> str:
-    firsts = [(first_attempt(result), status_of(result) == "resolved") for result in results]
+    firsts = [(chosen_attempt(result), status_of(result) == "resolved") for result in results]
     steps = [(a.steps if a else 0, resolved) for a, resolved in firsts]
     tokens = [(tokens_of(a) if a else 0, resolved) for a, resolved in firsts]
     return (
         '<h2>Resolved against budget</h2><p class="meta">For each budget, the share of all '
-        "instances whose first attempt resolved them using at most that many steps (left) or "
+        "instances whose chosen attempt resolved them using at most that many steps (left) or "
         "tokens, prompt and completion (right).</p>"
         f'<div class="plots">{budget_plot(steps, unit="steps", log=False)}'
         f"{budget_plot(tokens, unit='tokens', log=True)}</div>"
@@ -188,15 +186,16 @@ def summary_page(
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{heading}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{heading}</h1>{_headline_html(figures)}{_plots(results)}"
-        '<h2>Instances</h2><p class="meta">Status, reason and figures are the first '
-        "attempt's (as SWE-bench counts); chosen is the attempt best-of-K picked.</p>"
+        '<h2>Instances</h2><p class="meta">Status, reason and figures are the chosen '
+        "attempt's: the one FrogNano's own evidence ranks strongest, which "
+        "predictions.jsonl submits (with one attempt, that one).</p>"
         f'<table class="instances"><thead><tr>{header}</tr></thead><tbody>\n{rows}\n'
         "</tbody></table>\n</body></html>\n"
     )
 
 
 def terminal_table(results: Sequence[InstanceResult], *, title: str | None = None) -> Table:
-    """The end-of-run table: each instance's first attempt, every text from the records as
+    """The end-of-run table: each instance's chosen attempt, every text from the records as
     plain text (never rich markup), its control characters shown."""
     table = Table(title=Text(printable(title)) if title else None)
     for name in ("instance", "status", "verdict", "steps", "tokens", "seconds"):
@@ -205,7 +204,7 @@ def terminal_table(results: Sequence[InstanceResult], *, title: str | None = Non
         )
     for result in results:
         status = status_of(result)
-        first = first_attempt(result)
+        first = chosen_attempt(result)
         figures = ("", "", "")
         if first is not None:
             seconds = first.agent_seconds + first.official.seconds

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Mode = Literal["agent", "gold", "predictions"]
 Status = Literal["resolved", "unresolved", "empty_patch", "error"]
@@ -85,19 +85,25 @@ class InstanceResult(_Record):
     instance_id: str
     mode: Mode
     model_name_or_path: str
-    attempts: list[Attempt]
+    attempts: list[Attempt] = Field(min_length=1)
     chosen: int
     """Index into `attempts` of the one FrogNano's own evidence ranks strongest (best-of-K,
     without the hidden tests); 0 with one attempt."""
 
-    @property
-    def resolved(self) -> bool:
-        """The first attempt resolved it (pass@1 as SWE-bench counts it)."""
-        return self.attempts[0].official.resolved
+    @model_validator(mode="after")
+    def _chosen_is_an_attempt(self) -> InstanceResult:
+        if not 0 <= self.chosen < len(self.attempts):
+            raise ValueError(f"chosen is {self.chosen}, with {len(self.attempts)} attempt(s)")
+        return self
 
     @property
     def status(self) -> Status:
-        return self.attempts[0].official.status
+        """The chosen attempt's: what predictions.jsonl submits for the instance."""
+        return self.attempts[self.chosen].official.status
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "resolved"
 
 
 def write_result(folder: Path, result: InstanceResult) -> None:
