@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import say as _say
+from frognano.eval.figures import headline_of
 from frognano.eval.outputs import write_instance_report, write_run_files
-from frognano.eval.records import InstanceResult
+from frognano.eval.pages import summary_page, terminal_table
+from frognano.eval.records import Attempt, InstanceResult, replace_file
 from frognano.eval.runner import EvalEvents, EvalPlan, finished, instance_dir, run_eval
 from frognano.eval.scoring import RunSummary, chosen, summarize
 from frognano.run.ports import RunPorts
@@ -64,32 +67,31 @@ async def run_with_progress(plan: EvalPlan, ports: RunPorts, err: Console) -> li
         return await run_eval(plan, ports, EvalEvents(finished=done, skipped=kept))
 
 
-def table(results: list[InstanceResult]) -> Table:
-    """One row per instance; every cell is plain text (a dataset's id or a model's words
-    never become markup)."""
-    grid = Table(title="frognano eval")
-    for name in ("instance", "status", "FrogNano", "steps", "tokens", "seconds"):
-        grid.add_column(name)
-    for result in results:
-        attempt = chosen(result)
-        verdict = attempt.verdict
-        said = "-" if verdict is None else "ready" if verdict.ready else "not ready"
-        grid.add_row(
-            Text(result.instance_id),
-            Text(attempt.official.status),
-            Text(said),
-            Text(str(attempt.steps)),
-            Text(str(attempt.prompt_tokens + attempt.completion_tokens)),
-            Text(f"{attempt.agent_seconds + attempt.official.seconds:.0f}"),
-        )
-    return grid
+def _page(plan: EvalPlan, results: list[InstanceResult], summary: RunSummary) -> Path:
+    """index.html: the figures and a row per instance, linking each attempt's trajectory."""
+
+    def link(result: InstanceResult, attempt: Attempt) -> str | None:
+        if attempt.run_dir is None:
+            return None
+        page = instance_dir(plan.out, result.instance_id) / attempt.run_dir / "trajectory.html"
+        return page.relative_to(plan.out).as_posix() if page.is_file() else None
+
+    no_verdict = sum(1 for r in results for a in r.attempts if a.verdict is None)
+    text = summary_page(
+        results,
+        title=f"frognano eval: {plan.mode}, {plan.model_name}",
+        links=link,
+        figures=headline_of(summary, no_verdict=no_verdict),
+    )
+    return replace_file(plan.out / "index.html", text)
 
 
 def finish(plan: EvalPlan, results: list[InstanceResult], err: Console) -> None:
     """The files, the table and the figures; exit 1 for `--gold` with a broken instance."""
     summary = summary_of(plan, results)
     written = write_run_files(plan.out, results, summary, plan.attempts)
-    err.print(table(results))
+    written.append(_page(plan, results, summary))
+    err.print(terminal_table(results, title=f"frognano eval: {plan.out}"))
     total = summary["total_instances"]
     _say(
         err,

@@ -72,11 +72,14 @@ def write_run_files(
     return written
 
 
-def write_instance_report(folder: Path, result: InstanceResult) -> Path:
-    """The instance's SWE-bench report.json, beside its result.json."""
-    return replace_file(
-        folder / INSTANCE_REPORT, json.dumps(instance_report(result), indent=2) + "\n"
-    )
+def write_instance_report(folder: Path, result: InstanceResult) -> Path | None:
+    """The instance's SWE-bench report.json, beside its result.json, when the patch was
+    evaluated: SWE-bench writes none for an empty patch or an evaluation that could not run,
+    and counts an instance without one as an error."""
+    if result.status not in ("resolved", "unresolved"):
+        return None
+    text = json.dumps(instance_report(result), indent=2) + "\n"
+    return replace_file(folder / INSTANCE_REPORT, text)
 
 
 def _jsonl(rows: Iterable[Prediction]) -> str:

@@ -100,6 +100,9 @@ async def run_eval(
             "--python-env"
         )
     shown = events or EvalEvents()
+    # At most `workers` instances checked out at once, and `workers` attempts running among
+    # them: an instance's attempts share the budget with the others'.
+    instances = asyncio.Semaphore(plan.workers)
     gate = asyncio.Semaphore(plan.workers)
     results: dict[str, InstanceResult] = {}
 
@@ -110,9 +113,10 @@ async def run_eval(
             results[instance.instance_id] = done
             shown.skipped(done)
             return
-        shown.started(instance.instance_id)
-        result = await _instance(plan, ports, instance, folder, gate)
-        write_result(folder, result)
+        async with instances:
+            shown.started(instance.instance_id)
+            result = await _instance(plan, ports, instance, folder, gate)
+            await asyncio.to_thread(write_result, folder, result)
         results[instance.instance_id] = result
         shown.finished(result)
 
