@@ -62,11 +62,12 @@ def run_eval(
     out: Path,
     *more: str,
     server: ScriptedModelServer | None = None,
+    env: dict[str, str] | None = None,
     timeout: float = 600,
 ) -> EvalRun:
     done = subprocess.run(
         eval_argv(instances, repos, out, *more),
-        env=eval_env(out.parent / f"{out.name}-scratch", server),
+        env={**eval_env(out.parent / f"{out.name}-scratch", server), **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -15,6 +15,7 @@ from frognano.eval.instances import Instance
 from tests.eval.agents import Agents
 from tests.eval.dataset import Dataset, build_dataset
 from tests.eval.run import eval_argv, eval_env, run_eval
+from tests.eval.wandb_file import summary as wandb_summary
 from tests.fakes.model_server import ScriptedModelServer
 
 pytestmark = pytest.mark.xdist_group("eval")
@@ -35,7 +36,11 @@ def _instance(dataset: Dataset, instance_id: str) -> Instance:
 def test_gold_validation_passes_every_sound_instance_and_names_the_broken_one(
     dataset: Dataset, tmp_path: Path
 ) -> None:
-    run = run_eval(dataset.instances_path, dataset.repos, tmp_path / "gold", "--gold")
+    offline = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    run = run_eval(
+        dataset.instances_path, dataset.repos, tmp_path / "gold", "--gold",
+        "--wandb-project", "frognano-tests", env=offline,
+    )  # fmt: skip
     assert run.returncode == 1, run.stderr
     summary = run.summary
     assert summary["resolved_ids"] == sorted(dataset.gold_resolved)
@@ -52,6 +57,12 @@ def test_gold_validation_passes_every_sound_instance_and_names_the_broken_one(
     assert report[INFL1]["tests_status"]["FAIL_TO_PASS"]["failure"] == []
     patches = {p["instance_id"]: p["model_patch"] for p in run.predictions()}
     assert patches == {i.instance_id: i.patch for i in dataset.instances}
+    # The wandb extra, offline: the run's figures and a table of the instances, on disk.
+    (logged,) = (run.out / "wandb").glob("offline-run-*/run-*.wandb")
+    figures = wandb_summary(logged)
+    assert figures["resolved"] == len(dataset.gold_resolved)
+    assert figures["resolved_rate"] == pytest.approx(len(dataset.gold_resolved) / 5)
+    assert (figures["instances"], figures["instance_table/nrows"]) == (5, 5)
 
 
 def test_predictions_are_graded_and_instances_without_one_left_out(

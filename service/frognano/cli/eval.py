@@ -87,6 +87,14 @@ def eval_command(  # noqa: PLR0917 - typer maps each parameter to an option
         str | None, typer.Option(metavar="NAME", help="The served model name.")
     ] = None,
     policy_dir: PolicyDirOption = None,
+    wandb_project: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Also log the figures and a table of the instances to this Weights & Biases "
+            "project (the wandb extra; WANDB_MODE=offline keeps them on disk).",
+        ),
+    ] = None,
 ) -> None:
     """Run the agent on each instance exactly as the App would (same loop, sandbox, policy,
     limits), then SWE-bench's evaluation: the instance's test patch after the agent's patch,
@@ -155,7 +163,7 @@ def eval_command(  # noqa: PLR0917 - typer maps each parameter to an option
     from frognano.run.ports import RunPorts  # noqa: PLC0415
 
     results = _run(run_with_progress(plan, RunPorts.from_settings(settings), err))
-    finish(plan, results, err)
+    finish(plan, results, err, wandb_project=wandb_project)
 
 
 def _ids(values: list[str]) -> list[str]:

@@ -8,14 +8,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from frognano import __version__
 from frognano.cli.common import fail as _fail
 from frognano.cli.common import say as _say
+from frognano.errors import ConfigError
 from frognano.eval.figures import headline_of
 from frognano.eval.outputs import write_instance_report, write_run_files
 from frognano.eval.pages import summary_page, terminal_table
 from frognano.eval.records import Attempt, InstanceResult, replace_file
 from frognano.eval.runner import EvalEvents, EvalPlan, finished, instance_dir, run_eval
 from frognano.eval.scoring import RunSummary, chosen, summarize
+from frognano.eval.tracking import log_run
 from frognano.run.ports import RunPorts
 
 
@@ -67,6 +70,25 @@ async def run_with_progress(plan: EvalPlan, ports: RunPorts, err: Console) -> li
         return await run_eval(plan, ports, EvalEvents(finished=done, skipped=kept))
 
 
+def _config(plan: EvalPlan) -> dict[str, object]:
+    """What a tracked run was: the mode, the model, the budgets, FrogNano's version."""
+    agent = plan.policy.agent
+    return {
+        "frognano": __version__,
+        "mode": plan.mode,
+        "model": plan.model_name,
+        "instances": len(plan.instances),
+        "attempts": plan.attempts,
+        "workers": plan.workers,
+        "max_steps": agent.max_steps,
+        "context_tokens": agent.context_tokens,
+        "max_tokens_per_turn": agent.max_tokens_per_turn,
+        "time_limit_seconds": agent.time_limit_seconds,
+        "temperature": agent.temperature,
+        "policy": plan.policy_source,
+    }
+
+
 def _page(plan: EvalPlan, results: list[InstanceResult], summary: RunSummary) -> Path:
     """index.html: the figures and a row per instance, linking each attempt's trajectory."""
 
@@ -86,10 +108,22 @@ def _page(plan: EvalPlan, results: list[InstanceResult], summary: RunSummary) ->
     return replace_file(plan.out / "index.html", text)
 
 
-def finish(plan: EvalPlan, results: list[InstanceResult], err: Console) -> None:
+def finish(
+    plan: EvalPlan,
+    results: list[InstanceResult],
+    err: Console,
+    *,
+    wandb_project: str | None = None,
+) -> None:
     """The files, the table and the figures; exit 1 for `--gold` with a broken instance."""
     summary = summary_of(plan, results)
     written = write_run_files(plan.out, results, summary, plan.attempts)
+    if wandb_project is not None:
+        try:
+            folder = log_run(wandb_project, plan.out, summary, results, _config(plan))
+        except ConfigError as exc:
+            _fail(str(exc), 2)
+        _say(err, f"Logged to Weights & Biases ({wandb_project}): {folder}")
     written.append(_page(plan, results, summary))
     err.print(terminal_table(results, title=f"frognano eval: {plan.out}"))
     total = summary["total_instances"]
