@@ -89,6 +89,8 @@ class InstanceResult(_Record):
     chosen: int
     """Index into `attempts` of the one FrogNano's own evidence ranks strongest (best-of-K,
     without the hidden tests); 0 with one attempt."""
+    seconds: float = 0.0
+    """Wall time of the whole instance: check-out, every attempt, every evaluation."""
 
     @model_validator(mode="after")
     def _chosen_is_an_attempt(self) -> InstanceResult:

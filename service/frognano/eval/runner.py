@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,7 +116,9 @@ async def run_eval(
             return
         async with instances:
             shown.started(instance.instance_id)
+            started = time.monotonic()
             result = await _instance(plan, ports, instance, folder, gate)
+            result = result.model_copy(update={"seconds": round(time.monotonic() - started, 3)})
             await asyncio.to_thread(write_result, folder, result)
         results[instance.instance_id] = result
         shown.finished(result)
