@@ -52,10 +52,17 @@ class Agents:
     that instance's queue), and a last turn that ends the run."""
 
     def __init__(
-        self, instances: Sequence[Instance], plan: Mapping[str, Sequence[Behaviour]]
+        self,
+        instances: Sequence[Instance],
+        plan: Mapping[str, Sequence[Behaviour]],
+        *,
+        otherwise: Behaviour | None = None,
     ) -> None:
+        """`otherwise`: what a run does once its instance's queue is empty (copies of one
+        instance share a statement, so they share a queue); None fails the test."""
         self.instances = {i.instance_id: i for i in instances}
         self.queues = {key: deque(value) for key, value in plan.items()}
+        self.otherwise = otherwise
         self.started: list[tuple[str, Behaviour]] = []
         self.requests: list[str] = []
         self.hold: dict[str, threading.Event] = {}
@@ -80,7 +87,13 @@ class Agents:
         if "assistant" in roles:
             return Turn(content="Done: the change is made.")
         with self._lock:
-            behaviour = self.queues[instance.instance_id].popleft()
+            queue = self.queues.get(instance.instance_id)
+            if queue:
+                behaviour = queue.popleft()
+            elif self.otherwise is not None:
+                behaviour = self.otherwise
+            else:
+                raise AssertionError(f"no behaviour left for {instance.instance_id}")
             self.started.append((instance.instance_id, behaviour))
         gate = self.hold.get(instance.instance_id)
         if gate is not None:

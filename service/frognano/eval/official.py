@@ -95,6 +95,7 @@ async def evaluate(
                 "fail_to_pass": more.get("f2p", empty),
                 "pass_to_pass": more.get("p2p", empty),
                 "seconds": round(time.monotonic() - started, 3),
+                "test_seconds": more.get("tests", 0.0),
                 "test_output": more.get("output", ""),
             }
         )
@@ -115,12 +116,13 @@ async def evaluate(
             run, _ = await run_tests(box, "evaluation", how.command, how.timeout, select=ids)
     except FrogNanoError as exc:
         return result("error", f"the evaluation could not run: {exc}", True)
+    ran = {"output": run.output, "tests": round(run.duration, 3)}
     if not run.complete:
-        return result("error", f"the test run {run.trouble()}", True, output=run.output)
+        return result("error", f"the test run {run.trouble()}", True, **ran)
     f2p = grade(instance.fail_to_pass, run.outcomes)
     p2p = grade(instance.pass_to_pass, run.outcomes)
     status, reason = _verdict([*f2p.failure, *p2p.failure])
-    return result(status, reason, True, f2p=f2p, p2p=p2p, output=run.output)
+    return result(status, reason, True, f2p=f2p, p2p=p2p, **ran)
 
 
 def _verdict(failed: Sequence[str]) -> tuple[str, str]:

@@ -40,6 +40,9 @@ class Official(_Record):
     fail_to_pass: TestsStatus
     pass_to_pass: TestsStatus
     seconds: float
+    """The whole evaluation: its sandbox, the tree, the setup and the tests."""
+    test_seconds: float = 0.0
+    """The test command's own run."""
     test_output: str = ""
     """Head and tail of what the test command printed (for people; it decides nothing)."""
 
