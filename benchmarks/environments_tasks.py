@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tarfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.packageindex import _PROXPI_SERVE, _start, _wait_answering
+from tests.sdists import unpack_sdist
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 PYPI = "https://pypi.org/simple/"
@@ -102,15 +102,7 @@ def _run(argv: list[str], cwd: Path) -> None:
 
 def make_checkout(sdist: Path, workdir: Path) -> Path:
     """The sdist unpacked into `workdir` and committed as a git checkout's one commit."""
-    with tarfile.open(sdist) as archive:
-        archive.extractall(workdir, filter="data")
-    (root,) = workdir.iterdir()
-    for folder, _dirs, files in os.walk(root):
-        # The sandbox's user is another uid: it must read every file and enter every folder.
-        os.chmod(folder, os.stat(folder).st_mode | 0o555)  # noqa: S103
-        for name in files:
-            path = Path(folder) / name
-            path.chmod(path.stat().st_mode | 0o444)
+    root = unpack_sdist(sdist, workdir)
     config = ["user.name=bench", "user.email=bench@frognano.invalid", "commit.gpgsign=false"]
     git = ["git", *[word for item in config for word in ("-c", item)]]
     _run([*git, "init", "-q"], root)

@@ -63,6 +63,7 @@ from frognano.sandbox.base import Sandbox
 from frognano.sandbox.local import LocalSandbox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.sdists
 
 from verify_real_tasks import PROJECTS, Task, ensure_env, fetch_sdist, make_task
 

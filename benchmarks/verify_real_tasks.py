@@ -9,15 +9,13 @@ checkout, and given one small injected bug as its base commit. The three patches
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
-import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+
+from tests.sdists import Pinned, download_sdist, unpack_sdist
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 
@@ -234,41 +232,9 @@ def _run(argv: list[str], cwd: Path | None = None) -> bytes:
     return done.stdout
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-class Pinned(Protocol):
-    """A release pinned by version and sdist hash (`environments_tasks` has its own)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def version(self) -> str: ...
-    @property
-    def sha256(self) -> str: ...
-
-
 def fetch_sdist(project: Pinned, cache: Path) -> Path:
     """The project's sdist in `cache/sdists`, downloaded with pip once and hash-checked."""
-    folder = cache / "sdists"
-    folder.mkdir(parents=True, exist_ok=True)
-    spec = f"{project.name}=={project.version}"
-    for found in folder.glob("*.tar.gz"):
-        if _sha256(found) == project.sha256:
-            return found
-    with tempfile.TemporaryDirectory(dir=folder) as scratch:
-        requirement = Path(scratch) / "requirements.txt"
-        requirement.write_text(f"{spec} --hash=sha256:{project.sha256}\n")
-        _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-              "--no-binary", ":all:", "--require-hashes", "-r", str(requirement),
-              "-d", scratch])  # fmt: skip
-        for found in Path(scratch).glob("*.tar.gz"):
-            if _sha256(found) == project.sha256:
-                target = folder / found.name
-                shutil.move(found, target)
-                return target
-    raise RuntimeError(f"pip downloaded no sdist of {spec} with SHA-256 {project.sha256}")
+    return download_sdist(cache / "sdists", project)
 
 
 def ensure_env(cache: Path, python: str | None = None) -> Path:
@@ -312,15 +278,7 @@ def _diff(root: Path) -> bytes:
 
 def make_task(project: Project, sdist: Path, workdir: Path) -> Task:
     """Unpack, commit the release with the bug injected as the base, make the patches."""
-    with tarfile.open(sdist) as archive:
-        archive.extractall(workdir, filter="data")
-    (root,) = workdir.iterdir()
-    for folder, _dirs, files in os.walk(root):
-        # The sandbox's user is another uid: it must read every file and enter every folder.
-        os.chmod(folder, os.stat(folder).st_mode | 0o555)  # noqa: S103
-        for name in files:
-            path = Path(folder) / name
-            path.chmod(path.stat().st_mode | 0o444)
+    root = unpack_sdist(sdist, workdir)
     _git(root, "init", "-q")
     _apply(root, (project.bug,))
     _git(root, "add", "-A", "--force")  # all the sdist ships, even what its .gitignore lists

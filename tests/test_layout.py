@@ -10,18 +10,22 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "service" / "frognano"
-SUBPACKAGES = ("cli", "app", "run", "agent", "sandbox", "policy", "github", "modelserver")
+SUBPACKAGES = (
+    "cli", "app", "eval", "run", "agent", "sandbox", "policy", "github", "modelserver",
+)  # fmt: skip
 
 # What each package must never import (docs/architecture.md draws the same arrows). The
 # loop, the sandboxes and the policy know nothing of GitHub, so `solve` and the App share them.
 FORBIDDEN = {
-    "agent": {"app", "cli", "github", "modelserver", "policy", "run"},
-    "sandbox": {"agent", "app", "cli", "github", "modelserver", "policy", "run"},
-    "policy": {"agent", "app", "cli", "github", "modelserver", "run", "sandbox"},
-    "github": {"agent", "app", "cli", "modelserver", "policy", "run", "sandbox"},
-    "run": {"app", "cli", "github", "modelserver"},
-    "modelserver": {"app", "cli", "github", "policy", "run", "sandbox"},
-    "app": {"cli"},
+    "agent": {"app", "cli", "eval", "github", "modelserver", "policy", "run"},
+    "sandbox": {"agent", "app", "cli", "eval", "github", "modelserver", "policy", "run"},
+    "policy": {"agent", "app", "cli", "eval", "github", "modelserver", "run", "sandbox"},
+    "github": {"agent", "app", "cli", "eval", "modelserver", "policy", "run", "sandbox"},
+    "run": {"app", "cli", "eval", "github", "modelserver"},
+    "modelserver": {"app", "cli", "eval", "github", "policy", "run", "sandbox"},
+    # The eval harness runs what `solve` runs; the App never needs it, nor it the App.
+    "eval": {"app", "cli", "github", "modelserver"},
+    "app": {"cli", "eval"},
     "cli": set(),
 }
 # Third-party clients kept behind one package each, so the rest imports without them.

@@ -37,6 +37,7 @@ VALUES: dict[str, tuple[str, object]] = {
     "K8S_REAP_INTERVAL_SECONDS": ("60", 60),
     "K8S_SECCOMP_PROFILE": ("profiles/frognano-sandbox.json", "profiles/frognano-sandbox.json"),
     "TRAJECTORY_DIR": ("/var/lib/frognano", Path("/var/lib/frognano")),
+    "MAX_ATTEMPTS_PER_REPO": ("3", 3),
     "LOG_FORMAT": ("json", "json"),
     "LOG_LEVEL": ("debug", "DEBUG"),
     "PYTHON_ENV": ("/opt/venv", Path("/opt/venv")),

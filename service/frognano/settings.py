@@ -167,6 +167,12 @@ class Settings(BaseSettings):
     (e.g. `profiles/frognano-sandbox.json`, made by `frognano sandbox seccomp-profile`);
     unset: the runtime's default (RuntimeDefault)."""
 
+    max_attempts_per_repo: int = Field(default=2, ge=1, le=64)
+    """Most attempts of one repository's runs a worker runs at once (policy `agent.attempts`
+    makes several per run); a run's only running attempt never waits for it, so it bounds
+    best-of-N's extra attempts, not how many issues run. The worker's `--max-jobs` bounds all
+    attempts together."""
+
     trajectory_dir: Path = Path("trajectories")
     """Directory where each run's trajectory is stored."""
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from prometheus_client import Counter
 
+from frognano.agent.loop import Progress
 from frognano.agent.story import Story, story_of
 from frognano.agent.trajectory import read_events
+from frognano.app.budget import AttemptBudget
 from frognano.app.cancelling import cancellable
 from frognano.app.intake import IntakeQueue
 from frognano.app.ledger import Ledger
@@ -28,7 +30,7 @@ from frognano.run.pipeline import SolveOutcome, solve
 from frognano.run.ports import RunPorts
 from frognano.settings import Settings
 
-__all__ = ["BRANCH_MOVED", "Attempt", "RunDeps", "say_branch_moved"]
+__all__ = ["BRANCH_MOVED", "Attempt", "RunDeps", "say_branch_moved", "story_in"]
 
 log = get_logger(__name__)
 
@@ -48,6 +50,8 @@ class RunDeps:
     """FrogNano's own records (the issue as labelled, who pushed to its pull requests)."""
     runs: Counter
     """Run jobs by how they ended, label `result`."""
+    budget: AttemptBudget
+    """The worker's slots for attempts (best-of-N runs several per job)."""
     busy_retry_seconds: float
     """How long a run that found the sandbox quota full waits, times its attempt number,
     before it tries again (at most RUN_MAX_TRIES attempts in all)."""
@@ -138,27 +142,32 @@ class Attempt:
 
     async def solve(self, job: SolveJob, *, can_cancel: bool) -> SolveOutcome:
         """The pipeline on `job`, its progress on the status comment; `can_cancel`: stopped
-        when the run is cancelled in Redis (an issue's run, which a label removal ends)."""
+        when the run is cancelled in Redis (an issue's run, which a label removal ends). It
+        holds one of the worker's attempt slots while it runs (app/budget.py)."""
         deps, status = self.deps, self.status
         max_steps = job.policy.agent.max_steps
         await status.say(Working(step=0, max_steps=max_steps, run_id=self.run_id))
+        slots = deps.budget.job(job.repo)
+
+        async def run(progress: Callable[[Progress], None]) -> SolveOutcome:
+            async with slots.slot():
+                return await solve(deps.ports(), job, on_progress=progress, on_stage=status.stage)
+
         if not can_cancel:
-            return await solve(
-                deps.ports(), job, on_progress=status.progress(max_steps), on_stage=status.stage
-            )
-        return await cancellable(
-            deps.queue,
-            self.run_id,
-            lambda progress: solve(deps.ports(), job, on_progress=progress, on_stage=status.stage),
-            status.progress(max_steps),
-        )
+            return await run(status.progress(max_steps))
+        return await cancellable(deps.queue, self.run_id, run, status.progress(max_steps))
 
     def story(self) -> Story | None:
         """The run's story from the trajectory this attempt wrote (None when none was kept)."""
-        path = self.out_dir / "trajectory.jsonl"
-        if not path.is_file():
-            return None
-        return story_of(read_events(path).events)
+        return story_in(self.out_dir)
+
+
+def story_in(out_dir: Path) -> Story | None:
+    """The story of the trajectory a run wrote to `out_dir` (None when none was kept)."""
+    path = out_dir / "trajectory.jsonl"
+    if not path.is_file():
+        return None
+    return story_of(read_events(path).events)
 
 
 async def say_branch_moved(

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from frognano.agent.loop import Progress
 from frognano.app.intake import IntakeQueue
-from frognano.run.pipeline import SolveOutcome
 
 __all__ = ["CANCEL_POLL_SECONDS", "RunCancelled", "cancellable"]
 
 CANCEL_POLL_SECONDS = 2.0
+
+T = TypeVar("T")
 
 
 class RunCancelled(Exception):
@@ -22,11 +24,11 @@ class RunCancelled(Exception):
 async def cancellable(
     queue: IntakeQueue,
     run_id: str,
-    start: Callable[[Callable[[Progress], None]], Awaitable[SolveOutcome]],
+    start: Callable[[Callable[[Progress], None]], Awaitable[T]],
     progress: Callable[[Progress], None],
-) -> SolveOutcome:
-    """Run the pipeline, cancelling it (sandbox closed, reports written) when the issue's
-    run is cancelled in Redis."""
+) -> T:
+    """Run the pipeline (or a best-of-N run's attempts), cancelling it (sandboxes closed,
+    reports written) when the issue's run is cancelled in Redis."""
     task = asyncio.ensure_future(start(progress))
     try:
         while True:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from frognano.agent.story import Story
+from frognano.app.bestof import BestOf
+from frognano.app.bestof_texts import attempt_lines, write_attempt_checks
 from frognano.app.commit import co_author_trailer, commit_message
 from frognano.app.ledger import issue_digest
 from frognano.app.review import (
@@ -53,7 +55,8 @@ log = get_logger(__name__)
 #    before the pull request exists, so nobody can see or review the pull request while the
 #    gate lacks the record of who must not approve. A completed human-review check already
 #    on the head is left alone: the review gate owns it from then on (a re-run must not
-#    turn an approval back into `action_required`).
+#    turn an approval back into `action_required`). A best-of-N run's attempts not chosen
+#    get `FrogNano / attempt N` (neutral) first, so the verification check can link them.
 # 4. pull request: `find_or_create_pull(draft=True)` finds the open one for the branch (and
 #    updates its body) or opens it; a repository without drafts gets a normal one, whose
 #    body then says so.
@@ -99,12 +102,18 @@ def branch_name(
 
 
 async def write_verification_check(
-    client: RepoClient, sha: str, report: RunReport, *, story: Story | None, marker: str
+    client: RepoClient,
+    sha: str,
+    report: RunReport,
+    *,
+    story: Story | None,
+    marker: str,
+    attempts: Sequence[str] = (),
 ) -> int:
     """`FrogNano / verification` on `sha` (the run's evidence and story), then its
     `external_id`: the review marker, FrogNano's record of the round, which only this App
     can write. A first run's commit and a follow-up's both get it this way."""
-    conclusion, title, summary, text = verification_check(report, story=story)
+    conclusion, title, summary, text = verification_check(report, story=story, attempts=attempts)
     check_id = await client.upsert_check_run(
         sha,
         VERIFICATION_CHECK,
@@ -253,6 +262,9 @@ class PublishRequest:
     picked_base: bool = False
     """A base a writer chose, not the default branch: the branch is named after
     `base_branch` and compared with it."""
+    best_of: BestOf | None = None
+    """A best-of-N run's attempts (`report` and `changes` are its chosen one's): each gets a
+    line in the verification check and the body, each one not chosen a check run."""
 
 
 async def publish(
@@ -302,9 +314,17 @@ async def publish(
             break
     bound = log.bind(repo=client.full_name, issue=issue_number, run_id=run_id, branch=branch)
 
+    lines: list[str] = []
+    links: dict[int, str] = {}
+    if request.best_of is not None:
+        links = await write_attempt_checks(client, head, request.best_of)
+        lines = attempt_lines(request.best_of, links)
     verification_id = await write_verification_check(
-        client, head, report, story=request.story, marker=marker
+        client, head, report, story=request.story, marker=marker, attempts=lines
     )
+    if request.best_of is not None:  # the body links the chosen attempt's story too
+        links[request.best_of.choice.number] = client.check_run_url(verification_id)
+        lines = attempt_lines(request.best_of, links)
     review_id = await _human_review_check(client, head, labeller=labeller, app_login=app_login)
 
     previous = await _open_pull(client, branch, base_branch)
@@ -318,6 +338,7 @@ async def publish(
             run_id=run_id,
             trajectory_location=request.trajectory_location,
             draft=draft,
+            attempts=lines,
         )
 
     pull_title = pull_request_title(issue_number, issue_title)

@@ -18,6 +18,8 @@ from typing import NoReturn
 from arq.worker import Retry
 
 from frognano.app.attempt import Attempt, RunDeps
+from frognano.app.bestof import BestOf, best_of
+from frognano.app.bestof_texts import attempt_lines
 from frognano.app.cancelling import RunCancelled
 from frognano.app.events.decisions import RunRequest
 from frognano.app.intake import IntakeQueue, Waiting
@@ -93,11 +95,12 @@ async def _stages(run: _Run) -> str:  # noqa: PLR0911 - one return per outcome
     status = attempt.status
     try:
         async with _fetch(run) as base:
-            outcome = await _pipeline(run, policy, base, attempt)
+            outcome, best = await _pipeline(run, policy, base, attempt)
         if not outcome.patch_ready:
-            await status.say(NoPullRequest(why=outcome.report, run_id=run.run_id))
+            lines = attempt_lines(best, {}) if best is not None else ()
+            await status.say(NoPullRequest(why=outcome.report, run_id=run.run_id, attempts=lines))
             return "no_pull_request"
-        await _publish(run, policy, base, outcome, attempt)
+        await _publish(run, policy, base, outcome, attempt, best)
     except RunCancelled as exc:
         await status.say(Cancelled(reason=str(exc), run_id=run.run_id))
         return "cancelled"
@@ -217,8 +220,9 @@ async def _fetch(run: _Run) -> AsyncIterator[_Base]:
 
 async def _pipeline(
     run: _Run, policy: EffectivePolicy, base: _Base, attempt: Attempt
-) -> SolveOutcome:
-    """Solve the issue on the base tree (sandbox, agent, verification, gate), cancellable."""
+) -> tuple[SolveOutcome, BestOf | None]:
+    """Solve the issue on the base tree (sandbox, agent, verification, gate), cancellable;
+    with policy `agent.attempts` above 1, that many times, and the strongest is the outcome."""
     request = run.request
     job = attempt.job(
         repo_dir=base.tree,
@@ -228,14 +232,25 @@ async def _pipeline(
         policy=policy,
         left_out=base.left_out,
     )
-    return await attempt.solve(job, can_cancel=True)
+    count = policy.agent.attempts
+    if count == 1:
+        return await attempt.solve(job, can_cancel=True), None
+    best = await best_of(attempt, job, count, can_cancel=True)
+    return best.outcome, best
 
 
-async def _publish(
-    run: _Run, policy: EffectivePolicy, base: _Base, outcome: SolveOutcome, attempt: Attempt
+async def _publish(  # noqa: PLR0917 - the run, then what it made
+    run: _Run,
+    policy: EffectivePolicy,
+    base: _Base,
+    outcome: SolveOutcome,
+    attempt: Attempt,
+    best: BestOf | None,
 ) -> None:
-    """The verified patch as a draft pull request, linked from the status comment."""
+    """The verified patch (best-of-N: the chosen attempt's) as a draft pull request, linked
+    from the status comment."""
     request = run.request
+    folder = attempt.trajectory_folder if best is None else best.choice.folder
     asked = PublishRequest(
         report=outcome.report,
         changes=[FileChange(c.path, c.mode or "100644", c.content) for c in outcome.changes],
@@ -247,10 +262,11 @@ async def _publish(
         labeller=request.labeller,
         labeller_id=request.labeller_id,
         run_id=run.run_id,
-        trajectory_location=f"{attempt.trajectory_folder}/trajectory.jsonl",
-        story=attempt.story(),
+        trajectory_location=f"{folder}/trajectory.jsonl",
+        story=attempt.story() if best is None else best.choice.story,
         fresh_branch=request.retry,
         picked_base=base.picked,
+        best_of=best,
     )
     published = await publish(
         await run.client(PUBLISH),
@@ -267,6 +283,7 @@ async def _publish(
             story_url=published.verification_url,
             left_out=outcome.report["left_out_links"],
             hidden=outcome.report["hidden_input"],
+            attempts=attempt_lines(best, {}) if best is not None else (),
         )
     )
 

@@ -54,6 +54,11 @@ def _left_out(links: Sequence[LeftOutLinkRecord]) -> str:
     return f"\n\n{line}" if line else ""
 
 
+def _attempts(lines: Sequence[str]) -> str:
+    """A best-of-N run's lines (bestof_texts.attempt_lines: already inert)."""
+    return "\n\n" + "\n".join(lines) if lines else ""
+
+
 def _hidden(records: Sequence[HiddenRecord]) -> str:
     line = hidden_line(records)
     return f"\n\n{line}" if line else ""
@@ -146,6 +151,8 @@ class Published:
     """The report's `left_out_links`: the repository's symlinks the run left out."""
     hidden: Sequence[HiddenRecord] = ()
     """The report's `hidden_input`: what was removed before the agent read the task."""
+    attempts: Sequence[str] = ()
+    """A best-of-N run's line per attempt."""
 
     def text(self) -> str:
         number = self.number
@@ -166,6 +173,7 @@ class Published:
             f"the `{HUMAN_REVIEW_CHECK}` check blocks it until someone other than the person "
             "who asked approves."
             + _story(self.story_url)
+            + _attempts(self.attempts)
             + _left_out(self.left_out)
             + _hidden(self.hidden)
             + _run(self.run_id)
@@ -179,6 +187,8 @@ class NoPullRequest:
 
     why: RunReport | str
     run_id: str | None = None
+    attempts: Sequence[str] = ()
+    """A best-of-N run's line per attempt (`why` is the strongest one's report)."""
 
     def text(self) -> str:
         run_id = self.run_id
@@ -192,6 +202,7 @@ class NoPullRequest:
         return (
             "**FrogNano opened no pull request.**\n\n"
             + "\n".join(lines)
+            + _attempts(self.attempts)
             + left_out
             + "\n\nYou can improve the issue's description and add the label again to retry."
             + _run(run_id)

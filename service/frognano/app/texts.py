@@ -258,12 +258,14 @@ def pull_request_body(
     run_id: str,
     trajectory_location: str,
     draft: bool = True,
+    attempts: Sequence[str] = (),
 ) -> str:
     """The pull request description: the warning first, then the agent's summary (quoted),
     test evidence, gate warnings, run statistics, run id and trajectory (`trajectory_location`
     relative to the worker's trajectory folder: no host path of the worker), and the link line
     (`Refs #N`, or `Fixes #N` to close the issue on merge) last. `draft` False adds a note
-    that the repository cannot have draft pull requests."""
+    that the repository cannot have draft pull requests. `attempts`: a best-of-N run's
+    lines (bestof_texts.attempt_lines, already inert), under their own heading."""
     if link not in ("refs", "fixes"):
         raise ValueError(f"link must be 'refs' or 'fixes', not {link!r}")
     parts: list[Part] = [fixed(f"> [!WARNING]\n> {WARNING}")]
@@ -284,6 +286,7 @@ def pull_request_body(
         parts.append(fixed("_The agent wrote no summary._"))
     parts += [fixed("\n## Test evidence\n"), *_evidence(report["verification"])]
     parts += [fixed("\n## Gate warnings\n"), *_findings(report["gate"], severity="warn")]
+    parts += _attempts("\n## Attempts\n", attempts)
     parts += [
         fixed("\n## Run\n"),
         *(Part(line) for line in _statistics(report)),
@@ -315,12 +318,18 @@ def _output_block(label: str, run: SuiteRunRecord | None) -> list[Part]:
     ]
 
 
+def _attempts(heading: str, lines: Sequence[str]) -> list[Part]:
+    if not lines:
+        return []
+    return [fixed(heading), *(Part(line) for line in lines)]
+
+
 def verification_check(
-    report: RunReport, *, story: Story | None
+    report: RunReport, *, story: Story | None, attempts: Sequence[str] = ()
 ) -> tuple[Conclusion, str, str, str]:
     """The `FrogNano / verification` check run: (conclusion, title, summary, text), the text
     telling the run's `story` first. `success` only when the gate passed and the policy's
-    `require` rule held."""
+    `require` rule held. `attempts`: a best-of-N run's lines (already inert), in the summary."""
     gate, verification = report["gate"], report["verification"]
     gate_passed = gate is not None and gate["passed"]
     held = verification is not None and verification["held"]
@@ -343,6 +352,7 @@ def verification_check(
         *_evidence(verification),
         fixed("\n### Gate\n"),
         *_findings(gate, severity=None),
+        *_attempts("\n### Attempts\n", attempts),
     ]
     left_out = left_out_line(report["left_out_links"])
     if left_out:

@@ -28,6 +28,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter
 from redis.asyncio import Redis
 
 from frognano.app.attempt import RunDeps
+from frognano.app.budget import AttemptBudget
 from frognano.app.command_job import run_command
 from frognano.app.events.decisions import CommandRequest, DropTokens, ReviewGateCheck, RunRequest
 from frognano.app.events.followups import FollowUpRequest
@@ -315,6 +316,8 @@ def build_worker(
             ["result"],
             registry=where,
         ),
+        # Every attempt (best-of-N runs several per job) counts against the jobs arq runs at once.
+        budget=AttemptBudget(worker=max_jobs, per_repo=settings.max_attempts_per_repo),
         busy_retry_seconds=busy_retry_seconds,
         heartbeat_seconds=heartbeat_seconds,
         heartbeat_ttl=heartbeat_ttl,

@@ -11,6 +11,7 @@ from frognano.cli.appcreate import app_app
 from frognano.cli.common import console as _console
 from frognano.cli.common import fail as _fail
 from frognano.cli.env import env_app
+from frognano.cli.eval import eval_command
 from frognano.cli.model import model_app
 from frognano.cli.policy import policy_app
 from frognano.cli.sandbox import sandbox_app
@@ -33,6 +34,7 @@ app = typer_app(
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(env_app, name="env")
 app.command("solve")(solve_command)
+app.command("eval")(eval_command)
 app.command("serve")(serve_command)
 app.command("worker")(worker_command)
 app.add_typer(policy_app, name="policy")

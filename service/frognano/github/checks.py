@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from frognano.github.core import ClientCore, quote
+from frognano.github.manifest import web_url_for
 from frognano.github.models import CHECK_TEXT_LIMIT, CheckRunInfo, truncate
 
 __all__ = ["CheckRunOps"]
@@ -85,6 +86,12 @@ class CheckRunOps(ClientCore):
             recover=find_again,
         )
         return int(created["id"])
+
+    def check_run_url(self, check_run_id: int) -> str:
+        """The check run's page on GitHub's web (the `html_url` GitHub gives it): the API's
+        host (GitHub Enterprise Server's without `/api/v3`), the repository, `runs/ID`."""
+        web = web_url_for(self.transport.base_url)
+        return f"{web}/{self.full_name}/runs/{int(check_run_id)}"
 
     async def check_runs(self, head_sha: str, name: str) -> list[CheckRunInfo]:
         """Every check run named `name` on commit `head_sha` (all of them, not only the latest),

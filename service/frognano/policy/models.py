@@ -135,6 +135,10 @@ class AgentPolicy(_Section):
     top_k: int = Field(default=20, ge=-1)
     """-1 turns top-k sampling off (SGLang's convention)."""
     enable_thinking: bool = True
+    attempts: int = Field(default=1, ge=1, le=5)
+    """Best-of-N: how many independent runs of the agent an issue's run makes (each in its own
+    sandboxes, with its own trajectory); the one with the strongest evidence is published
+    (run/ranking.py). A follow-up on a pull request makes one."""
     instructions: str = Field(default="", max_length=MAX_INSTRUCTIONS_CHARS)
     """The admins' notes for the agent, put in its first message after the issue and marked
     as theirs: text for the model only, which changes no policy value."""

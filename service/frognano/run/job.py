@@ -54,6 +54,10 @@ class SolveJob:
     attempt: int | None = None
     """Which try of the worker's job this run is; its sandboxes carry it (a pod as a label) so
     that a dead attempt's can be deleted without the next's. None outside the worker."""
+    candidate: int | None = None
+    """Which of a best-of-N run's attempts (policy `agent.attempts`) this is, from 1; None for
+    a single run. Not `attempt`: all candidates of a job share its run id and its try, and
+    their sandboxes carry this beside them."""
     baseline_cache: BaselineCache | None = None
     """Where baseline runs are kept for reuse; None runs the baseline every time."""
     wait_for_model: bool = False

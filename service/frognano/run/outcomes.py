@@ -11,7 +11,7 @@ from frognano.run.collected import FAILING, Outcome
 
 __all__ = ["FAILING", "PASSING", "Outcome", "Role", "TestRun", "failure_signature", "file_of"]
 
-Role = Literal["baseline", "patched", "new_on_patched", "new_on_base", "hunk"]
+Role = Literal["baseline", "patched", "new_on_patched", "new_on_base", "hunk", "evaluation"]
 
 PASSING: frozenset[str] = frozenset({"passed", "xpassed"})
 # Skipped and xfailed tests are in neither set: no assertion of theirs held.

@@ -121,7 +121,9 @@ async def solve(
             memory_bytes=quantity_bytes(job.policy.sandbox.memory),
             disk_bytes=quantity_bytes(job.policy.sandbox.ephemeral_storage),
         ),
-        spec=sandbox_spec(job.policy, run_id=job.run_id, attempt=job.attempt),
+        spec=sandbox_spec(
+            job.policy, run_id=job.run_id, attempt=job.attempt, candidate=job.candidate
+        ),
     )
     options = dataclasses.replace(options, tool_files=collector_files())
     model = ports.model(sampling)

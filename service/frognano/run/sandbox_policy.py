@@ -12,6 +12,7 @@ def sandbox_spec(
     run_id: str = "",
     purpose: str = "agent",
     attempt: int | None = None,
+    candidate: int | None = None,
 ) -> SandboxSpec:
     """The policy's image and resources, and a lifetime covering every stage of one run: the
     agent's time, the policy's setup and two test runs, with half an hour to spare."""
@@ -25,5 +26,6 @@ def sandbox_spec(
         run_id=run_id,
         purpose=purpose,
         attempt=attempt,
+        candidate=candidate,
         lifetime_seconds=int(lifetime),
     )

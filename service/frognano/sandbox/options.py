@@ -53,6 +53,9 @@ class SandboxSpec:
     attempt: int | None = None
     """Which try of its job made the sandbox (the worker's), so that a dead attempt's
     sandboxes can be deleted without the next attempt's."""
+    candidate: int | None = None
+    """Which of a best-of-N run's attempts made the sandbox (from 1); None for a single run.
+    The run id and the try stay the job's, so a dead job's sandboxes are found all together."""
     lifetime_seconds: int = 4 * 3600
     """How long the sandbox may live at most, even if FrogNano is gone (a pod's
     activeDeadlineSeconds)."""

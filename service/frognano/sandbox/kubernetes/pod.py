@@ -30,6 +30,8 @@ EXPIRES_AT = "frognano.dev/expires-at"
 PURPOSE = "frognano.dev/purpose"
 ATTEMPT = "frognano.dev/attempt"
 """Which try of its job made the pod, so a dead attempt's pods can go without the next's."""
+CANDIDATE = "frognano.dev/candidate"
+"""Which of a best-of-N run's attempts made the pod (absent for a single run)."""
 SELECTOR = f"{MANAGED_BY}=frognano,{COMPONENT}=sandbox"
 """Label selector matching every sandbox pod FrogNano creates, and nothing else."""
 
@@ -103,7 +105,10 @@ def pod_options(
         purpose=spec.purpose,
         lifetime_seconds=spec.lifetime_seconds,
         start_timeout=options.k8s_start_timeout,
-        labels={} if spec.attempt is None else {ATTEMPT: str(spec.attempt)},
+        labels={
+            **({} if spec.attempt is None else {ATTEMPT: str(spec.attempt)}),
+            **({} if spec.candidate is None else {CANDIDATE: str(spec.candidate)}),
+        },
         seccomp_profile=options.k8s_seccomp_profile,
         environment=environment,
         host_aliases=host_aliases if environment == "build" else (),

@@ -1,0 +1,1 @@
+"""`frognano eval`: SWE-bench-format instances run through the App's own harness."""
