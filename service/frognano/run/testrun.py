@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import secrets
 import shlex
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Sequence
+from typing import Any
 
 from frognano.errors import SandboxError
 from frognano.run import results
@@ -18,7 +21,7 @@ from frognano.run.collector import (
     new_token,
 )
 from frognano.run.outcomes import Role, TestRun
-from frognano.sandbox.base import Sandbox
+from frognano.sandbox.base import ExecResult, Sandbox
 from frognano.sandbox.hostpaths import host_paths_of
 from frognano.sandbox.paths import TMP, TOOLS, WORKSPACE
 
@@ -60,6 +63,7 @@ def shell_script(
     log: str,
     select: str | None,
     cover: str | None = None,
+    wait: str | None = None,
 ) -> str:
     """The shell text that runs `command` with the collector loaded and its output logged."""
     variables = collector_env(
@@ -68,6 +72,7 @@ def shell_script(
         fd=COLLECTOR_FD,
         select_file=select,
         cover_file=cover,
+        wait_file=wait,
         pythonpath="$PYTHONPATH",
         pytest_plugins="$PYTEST_PLUGINS",
     )
@@ -116,32 +121,52 @@ async def run_tests(
     *,
     select: Sequence[str] = (),
     cover: Sequence[str] = (),
+    later: Awaitable[Sequence[str]] | None = None,
 ) -> tuple[TestRun, str]:
     """Run the test command in /workspace; returns the run and a note about the collector.
     Failures, crashes and timeouts are results; only a failing sandbox raises. What the
     run prints names the host folders the sandbox shows by their placeholders (hostpaths.py):
-    it is published, and it is kept in the baseline cache that other workers read."""
+    it is published, and it is kept in the baseline cache that other workers read.
+
+    With `later`, the selection is not known yet: pytest starts now (its plugins and the
+    conftest.py files load) and waits before collecting until `later` gives the node ids to
+    run; `timeout` then counts from that moment (the wait may take up to another `timeout`:
+    the runs it waits for have the same limit)."""
     collector_dir, note = await install_collector(sandbox)
     await purge_bytecode(sandbox)
     token = new_token()
     log = f"{TMP}/.frognano-output-{token[:16]}.log"
-    chosen = None
-    if select:
-        chosen = f"{TMP}/.frognano-select-{token[:16]}"
-        listing = "".join(f"{path}\n" for path in select).encode("utf-8", "surrogateescape")
-        await sandbox.write_file(chosen, listing, mode=0o444)
+    chosen = f"{TMP}/.frognano-select-{token[:16]}" if select or later is not None else None
+    if select and chosen is not None:
+        await sandbox.write_file(chosen, _listing(select), mode=0o444)
     measured = None
     if cover:
         measured = f"{TMP}/.frognano-cover-{token[:16]}"
-        listing = "".join(f"{path}\n" for path in cover).encode("utf-8", "surrogateescape")
-        await sandbox.write_file(measured, listing, mode=0o444)
+        await sandbox.write_file(measured, _listing(cover), mode=0o444)
+    signal = None
+    if later is not None:
+        signal = f"{TMP}/.frognano-go-{token[:16]}"
+        made = await sandbox.exec(f"mkfifo -m 600 {signal}", cwd="/", timeout=60)
+        if not made.ok:
+            raise SandboxError(f"could not make the selection's signal: {made.output.strip()}")
     script = shell_script(command, collector_dir=collector_dir, token=token, log=log,
-                         select=chosen, cover=measured)  # fmt: skip
-    result = await sandbox.exec(script, cwd=WORKSPACE, timeout=timeout, output_limit=RECORDS_LIMIT)
+                         select=chosen, cover=measured, wait=signal)  # fmt: skip
+    limit = timeout if later is None else 2 * timeout
+    running = asyncio.ensure_future(
+        sandbox.exec(script, cwd=WORKSPACE, timeout=limit, output_limit=RECORDS_LIMIT)
+    )
+    started = time.monotonic()
+    try:
+        if later is not None and chosen is not None and signal is not None:
+            started = await _release(sandbox, running, later, chosen, signal)
+        result = await running
+    finally:
+        running.cancel()  # a no-op once it is done; else (cancelled) the command is killed
+    duration = min(result.duration, time.monotonic() - started)
     hide = host_paths_of(sandbox).hide
     output = hide(await _read_log(sandbox, log))
-    if result.timed_out:
-        return TestRun(role, command, None, True, result.duration, output), note
+    if result.timed_out or duration > timeout:
+        return TestRun(role, command, None, True, duration, output), note
     report = results.check_exit_code(
         results.parse_records(result.output.encode(), token), result.exit_code
     )
@@ -156,7 +181,7 @@ async def run_tests(
             command=command,
             exit_code=result.exit_code,
             timed_out=False,
-            duration=result.duration,
+            duration=duration,
             output=output,
             outcomes=dict(report.outcomes),
             crashes={test: hide(crash) for test, crash in report.crashes.items()},
@@ -171,6 +196,42 @@ async def run_tests(
         ),
         note,
     )
+
+
+def _listing(paths: Sequence[str]) -> bytes:
+    return "".join(f"{path}\n" for path in paths).encode("utf-8", "surrogateescape")
+
+
+async def _release(
+    sandbox: Sandbox,
+    running: asyncio.Future[ExecResult],
+    later: Awaitable[Sequence[str]],
+    chosen: str,
+    signal: str,
+) -> float:
+    """Wait for the selection, write it, then tell the waiting pytest to go; returns when it
+    went. A pytest that ended before (its conftest.py failed, say) is not waited for."""
+    wanted = asyncio.ensure_future(later)
+    try:
+        await _first(running, wanted)
+        if running.done():
+            return time.monotonic()
+        await sandbox.write_file(chosen, _listing(await wanted), mode=0o444)
+    finally:
+        if wanted is not later:
+            wanted.cancel()  # the task made for a coroutine is ours; a caller's future is not
+    # The session holds the FIFO open from its start, so this write does not block once it is
+    # there; before that it waits for it, and not past the command's end.
+    go = asyncio.ensure_future(sandbox.exec(f"echo go > {signal}", cwd="/", timeout=600))
+    try:
+        await _first(running, go)
+    finally:
+        go.cancel()
+    return time.monotonic()
+
+
+async def _first(*futures: asyncio.Future[Any]) -> None:
+    await asyncio.wait(futures, return_when=asyncio.FIRST_COMPLETED)
 
 
 REMOVED_HINT = (

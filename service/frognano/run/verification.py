@@ -18,7 +18,7 @@ from frognano.run.baselines import (
 from frognano.run.changedlines import ChangedLines, changed_lines, measured_files
 from frognano.run.collector import collector_digest
 from frognano.run.evidence import Evidence, Rules, Runs, decide
-from frognano.run.necessity import Necessity, check_hunks
+from frognano.run.necessity import Necessity, Wanted, check_hunks
 from frognano.run.outcomes import Role, TestRun
 from frognano.run.plan import Plan
 from frognano.run.testrun import run_tests
@@ -120,21 +120,36 @@ async def verify(
     if policy.verify.changed_line_coverage == "report" or minimum > 0:
         context.cover = measured_files(plan.source)
     select = plan.new_test_files
+    wanted: asyncio.Future[Wanted] = asyncio.get_running_loop().create_future()
+    # Started with the runs: the hunk checks' sandboxes and pytest start-up overlap them.
+    hunks = None
+    if policy.verify.hunks != "off":
+        hunks = asyncio.create_task(_necessity(context, plan, wanted))
     try:
-        patched, baseline, new_runs = await _all_runs(context, plan, select)
-    except BaseExceptionGroup as failed:
-        # One run's sandbox or setup failed: the others were cancelled. Say what failed.
-        raise _first(failed) from None
-    runs = Runs(
-        patched=patched,
-        baseline=baseline,
-        new_on_patched=None if new_runs is None else new_runs[0],
-        new_on_base=None if new_runs is None else new_runs[1],
-    )
-    evidence = decide(rules, runs)
-    necessity = None
-    if evidence.held and policy.verify.hunks != "off":
-        necessity = await _necessity(context, plan, evidence)
+        try:
+            patched, baseline, new_runs = await _all_runs(context, plan, select)
+        except BaseExceptionGroup as failed:
+            # One run's sandbox or setup failed: the others were cancelled. Say what failed.
+            raise _first(failed) from None
+        runs = Runs(
+            patched=patched,
+            baseline=baseline,
+            new_on_patched=None if new_runs is None else new_runs[0],
+            new_on_base=None if new_runs is None else new_runs[1],
+        )
+        evidence = decide(rules, runs)
+        necessity = None
+        if hunks is not None and evidence.held:
+            comparison = evidence.comparison
+            tests = tuple(dict.fromkeys((*comparison.fixed, *comparison.new_evidence)))
+            wanted.set_result(Wanted(tests, comparison.new_evidence))
+            necessity = await hunks
+    finally:
+        if hunks is not None and not hunks.done():
+            hunks.cancel()  # verification did not hold, or failed: the checks end unrun
+            await asyncio.wait([hunks])
+        if hunks is not None and not hunks.cancelled():
+            hunks.exception()  # retrieved: what the runs raised is the error to report
     changed = None
     if context.cover:
         measured = (runs.patched, runs.new_on_patched)
@@ -153,19 +168,17 @@ async def verify(
     )
 
 
-async def _necessity(context: _Context, plan: Plan, evidence: Evidence) -> Necessity:
-    comparison = evidence.comparison
+async def _necessity(context: _Context, plan: Plan, wanted: asyncio.Future[Wanted]) -> Necessity:
     verify = context.policy.verify
 
-    async def run(role: Role, layer: Overlay, select: Sequence[str]) -> TestRun:
-        return await _run(context, role, layer, select)
+    async def run(role: Role, layer: Overlay, later: Awaitable[Sequence[str]]) -> TestRun:
+        return await _run(context, role, layer, later=later)
 
     try:
         return await check_hunks(
             plan,
             context.base_file,
-            (*comparison.fixed, *comparison.new_evidence),
-            comparison.new_evidence,
+            wanted,
             run,
             limit=verify.hunk_limit,
             parallel=verify.parallel_runs,
@@ -260,9 +273,10 @@ async def _run(
     select: Sequence[str] = (),
     *,
     cover: Sequence[str] = (),
+    later: Awaitable[Sequence[str]] | None = None,
 ) -> TestRun:
     async with await context.sandboxes(role) as box:
-        return await _in(box, context, role, layer, select, cover=cover)
+        return await _in(box, context, role, layer, select, cover=cover, later=later)
 
 
 async def _in(
@@ -273,12 +287,13 @@ async def _in(
     select: Sequence[str] = (),
     *,
     cover: Sequence[str] = (),
+    later: Awaitable[Sequence[str]] | None = None,
 ) -> TestRun:
     verify = context.policy.verify
     await build_tree(box, context.base, layer)
     await run_setup(box, context.policy.sandbox.setup)
     run, note = await run_tests(
-        box, role, verify.command, verify.timeout_seconds, select=select, cover=cover
+        box, role, verify.command, verify.timeout_seconds, select=select, cover=cover, later=later
     )
     if note:
         context.notes.append(note)

@@ -18,7 +18,8 @@ ENV_TOKEN = "FROGNANO_COLLECTOR_TOKEN"  # noqa: S105 - a variable's name, not it
 ENV_ROOT = "FROGNANO_COLLECTOR_ROOT"
 ENV_SELECT = "FROGNANO_COLLECTOR_SELECT"
 ENV_COVER = "FROGNANO_COLLECTOR_COVER"
-HELPER_FILES = ("frognano_outcome.py", "frognano_coverage.py")
+ENV_WAIT = "FROGNANO_COLLECTOR_WAIT"
+HELPER_FILES = ("frognano_outcome.py", "frognano_coverage.py", "frognano_selection.py")
 """Modules the plugin loads by path from its own folder: they travel with it."""
 
 
@@ -66,6 +67,7 @@ def collector_env(
     fd: int = DEFAULT_FD,
     select_file: str | None = None,
     cover_file: str | None = None,
+    wait_file: str | None = None,
     pythonpath: str | None = None,
     pytest_plugins: str | None = None,
 ) -> dict[str, str]:
@@ -87,6 +89,8 @@ def collector_env(
         env[ENV_SELECT] = select_file
     if cover_file is not None:
         env[ENV_COVER] = cover_file
+    if wait_file is not None:
+        env[ENV_WAIT] = wait_file
     return env
 
 
@@ -99,6 +103,7 @@ __all__ = [
     "ENV_ROOT",
     "ENV_SELECT",
     "ENV_TOKEN",
+    "ENV_WAIT",
     "HELPER_FILES",
     "collector_digest",
     "collector_dir",

@@ -34,6 +34,7 @@ ENV_TOKEN = "FROGNANO_COLLECTOR_TOKEN"  # noqa: S105 - a variable's name, not it
 ENV_ROOT = "FROGNANO_COLLECTOR_ROOT"
 ENV_SELECT = "FROGNANO_COLLECTOR_SELECT"
 ENV_COVER = "FROGNANO_COLLECTOR_COVER"
+ENV_WAIT = "FROGNANO_COLLECTOR_WAIT"
 MAX_TEXT = 500
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -47,13 +48,16 @@ class _Settings:
         token: str,
         root: str | None,
         select_file: str | None,
+        *,
         cover_file: str | None = None,
+        wait_file: str | None = None,
     ) -> None:
         self.fd = fd
         self.token = token
         self.root = root
         self.select_file = select_file
         self.cover_file = cover_file
+        self.wait_file = wait_file
 
 
 def _usable_fd(text: str | None) -> int | None:
@@ -83,13 +87,15 @@ def _take_environment() -> _Settings | None:
     """Read the settings and remove every trace of them, so that neither a pytest started by a
     test (in process or as a subprocess) loads the collector again, nor test code reads them."""
     env = os.environ
-    if not any(name in env for name in (ENV_FD, ENV_TOKEN, ENV_ROOT, ENV_SELECT, ENV_COVER)):
+    names = (ENV_FD, ENV_TOKEN, ENV_ROOT, ENV_SELECT, ENV_COVER, ENV_WAIT)
+    if not any(name in env for name in names):
         return None  # imported by accident: do nothing at all
     fd_text = env.pop(ENV_FD, None)
     token = env.pop(ENV_TOKEN, "")
     root = env.pop(ENV_ROOT, None) or None
     select_file = env.pop(ENV_SELECT, None) or None
     cover_file = env.pop(ENV_COVER, None) or None
+    wait_file = env.pop(ENV_WAIT, None) or None
     if "PYTEST_PLUGINS" in env:
         plugins = env["PYTEST_PLUGINS"]
         _set_or_remove("PYTEST_PLUGINS", _without_collector(plugins, ",", MODULE.__eq__))
@@ -100,7 +106,9 @@ def _take_environment() -> _Settings | None:
             return bool(entry) and os.path.realpath(entry) == here
 
         _set_or_remove("PYTHONPATH", _without_collector(env["PYTHONPATH"], os.pathsep, is_here))
-    return _Settings(_usable_fd(fd_text), token, root, select_file, cover_file)
+    return _Settings(
+        _usable_fd(fd_text), token, root, select_file, cover_file=cover_file, wait_file=wait_file
+    )
 
 
 def _load(name: str) -> Any:
@@ -161,25 +169,12 @@ class _Collector:
         self.root = os.path.realpath(settings.root or str(config.rootpath))
         prefix = os.path.relpath(os.path.realpath(str(config.rootpath)), self.root)
         self.prefix = "" if prefix == "." else prefix.replace(os.sep, "/")
-        self.select, self.select_error = self._read_select(settings.select_file)
-        self.reach = None if self.select is None else _reach(self.select)
+        # Opened now; read at session start, which a run started early waits for.
+        self.selection = _SELECTION.Selection(settings.select_file, settings.wait_file)
         self.collected_written = False
         self.items: dict[str, dict[str, Any]] = {}
         self.worker_env: dict[str, str | None] = {}
         self.relative_cache: dict[str, str] = {}
-
-    @staticmethod
-    def _read_select(path: str | None) -> tuple[frozenset[str] | None, str | None]:
-        if path is None:
-            return None, None
-        try:
-            with open(path, encoding="utf-8") as handle:
-                lines = handle.read().splitlines()
-        except (OSError, ValueError) as exc:
-            # Running nothing rather than everything: the host reports the error.
-            return frozenset(), ("cannot read the selection file: " + str(exc))[:MAX_TEXT]
-        paths = (posixpath.normpath(line.strip().lstrip("/")) for line in lines if line.strip())
-        return frozenset(paths), None
 
     def relative(self, path: str) -> str:
         """`path` relative to the repository root, with forward slashes."""
@@ -198,9 +193,16 @@ class _Collector:
             path = posixpath.normpath(path)
         return path + separator + rest
 
+    @property
+    def select(self) -> frozenset[str] | None:
+        tests: frozenset[str] | None = self.selection.tests
+        return tests
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionstart(self) -> Generator[None, object, None]:
         self.controller = self.config.pluginmanager.has_plugin("dsession")
+        # Before xdist starts its workers, which read the selection file as they collect.
+        self.selection.wait()
         self.writer.write(
             "session_start",
             {
@@ -210,7 +212,7 @@ class _Collector:
                 "root": self.root,
                 "xdist": "controller" if self.controller else None,
                 "select": None if self.select is None else len(self.select),
-                "select_error": self.select_error,
+                "select_error": self.selection.error,
             },
         )
         yield
@@ -240,10 +242,11 @@ class _Collector:
     def pytest_ignore_collect(self, collection_path: Any) -> bool | None:
         """With a selection, skip every file and folder no selected test is in: a check of
         three tests should not import the whole suite. The selection still decides."""
-        if self.reach is None:
+        reach = self.selection.reach
+        if reach is None:
             return None
         relative = self.relative(str(collection_path))
-        if relative == "." or relative.startswith("../") or relative in self.reach:
+        if relative == "." or relative.startswith("../") or relative in reach:
             return None
         return True
 
@@ -355,18 +358,8 @@ class _Collector:
         return list(self.config.pluginmanager.get_plugins())
 
 
-def _reach(select: frozenset[str]) -> frozenset[str]:
-    """The files the selected tests are in (a node id's path part) and every folder above."""
-    reached = set()
-    for entry in select:
-        path = entry.split("::", 1)[0]
-        while path and path not in reached:
-            reached.add(path)
-            path = posixpath.dirname(path)
-    return frozenset(reached)
-
-
 _OUTCOME = _load("frognano_outcome")
+_SELECTION = _load("frognano_selection")
 _SETTINGS = _take_environment()
 _LINES = _measure(_SETTINGS)
 _claimed = False
