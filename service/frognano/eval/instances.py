@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 
 from frognano.errors import ConfigError
 
@@ -29,6 +36,12 @@ def _test_list(value: Any) -> Any:
     return value
 
 
+def _no_dot_name(repo: str) -> str:
+    if repo.split("/", 1)[1] in {".", ".."}:
+        raise ValueError("a repository is not named . or ..")
+    return repo
+
+
 TestIds = Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_test_list)]
 
 
@@ -38,7 +51,12 @@ class Instance(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
     instance_id: str = Field(pattern=_ID)
-    repo: str = Field(pattern=r"^[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+$")
+    repo: Annotated[
+        str,
+        Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9_.\-]+$"),
+        AfterValidator(_no_dot_name),
+    ]
+    """`owner/name` as GitHub spells them: it names a folder under --repos, never outside."""
     base_commit: str = Field(pattern=r"^[0-9a-f]{7,64}$")
     problem_statement: str
     patch: str = ""
