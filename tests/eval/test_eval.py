@@ -98,11 +98,25 @@ def test_agent_runs_give_exactly_the_resolved_ids_of_what_the_agents_did(
     plan = {INFL1: ["right"], INFL2: ["wrong"], INFL3: ["right"], TOOLZ1: ["nothing"]}
     plan[TOOLZ2] = ["tests_only"]
     agents = Agents(dataset.instances, plan)  # type: ignore[arg-type]
+    # Each repository gets its own policy, as the App would resolve it for an issue there.
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "10-toolz.yaml").write_text(
+        'version: 1\nrepos:\n  - match: "pypi/toolz"\n    agent:\n      max_steps: 7\n'
+    )
     with ScriptedModelServer(default=agents) as server:
         run = run_eval(
-            dataset.instances_path, dataset.repos, tmp_path / "a", "--workers", "2", server=server
-        )
+            dataset.instances_path, dataset.repos, tmp_path / "a", "--workers", "2",
+            "--policy-dir", str(policies), server=server,
+        )  # fmt: skip
     assert run.returncode == 0, run.stderr
+    steps = {
+        instance_id: json.loads(
+            (run.out / "instances" / instance_id / "attempt-1" / "report.json").read_text()
+        )["max_steps"]
+        for instance_id in (INFL1, TOOLZ2)
+    }
+    assert steps == {INFL1: 150, TOOLZ2: 7}
     summary = run.summary
     # inflection-3 is broken: its hidden test expects a wrong value, whatever the agent does.
     assert summary["resolved_ids"] == [INFL1]

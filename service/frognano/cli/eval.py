@@ -135,13 +135,15 @@ def eval_command(  # noqa: PLR0917 - typer maps each parameter to an option
     mode: Mode = "gold" if gold else "predictions" if predictions is not None else "agent"
     names = {v for _, v in patches.values()}
     name = "gold" if gold else next(iter(names)) if names else settings.model_name
-    repo_names = {i.repo for i in chosen}
     try:
-        # One policy for every repository of the run: the first's (instances of a dataset
-        # share the admins' rules; per-instance commands come from the instances).
-        policy, source = policy_for(sorted(repo_names)[0], policy_dir, settings.policy_dir)
+        # Each repository's own policy, as the App resolves it for an issue there.
+        by_repo = {
+            repo: policy_for(repo, policy_dir, settings.policy_dir)
+            for repo in sorted({i.repo for i in chosen})
+        }
     except ConfigError as exc:
         _fail(str(exc), 2)
+    policy, source = next(iter(by_repo.values()))
     folder = settings.baseline_cache_dir()
     plan = EvalPlan(
         instances=tuple(chosen),
@@ -151,6 +153,7 @@ def eval_command(  # noqa: PLR0917 - typer maps each parameter to an option
         model_name=name,
         policy=policy,
         policy_source=source,
+        by_repo=by_repo,
         attempts=attempts,
         workers=workers,
         redo=redo,

@@ -65,6 +65,9 @@ class EvalPlan:
     python_env: Path | None = None
     predictions: Mapping[str, str] = field(default_factory=dict)
     """instance id -> model_patch (`--predictions`)."""
+    by_repo: Mapping[str, tuple[EffectivePolicy, str]] = field(default_factory=dict)
+    """`owner/name` -> its effective policy and where it came from, as the App would resolve
+    it for an issue of that repository; `policy` for a repository not in it."""
     baseline_cache: BaselineCache | None = None
 
 
@@ -94,7 +97,8 @@ async def run_eval(
     """Every instance of the plan not finished before (all with `redo`), `workers` attempts
     at a time. An instance's result.json is written last: a run stopped at any point
     leaves finished instances whole and the rest to be done again."""
-    if plan.policy.environment.index_url is not None:
+    policies = [plan.policy, *(policy for policy, _ in plan.by_repo.values())]
+    if any(policy.environment.index_url is not None for policy in policies):
         raise ConfigError(
             "frognano eval does not build environments through a package index yet (the "
             "policy sets environment.index_url): give the instances' dependencies with "
@@ -137,7 +141,8 @@ async def _instance(
     gate: asyncio.Semaphore,
 ) -> InstanceResult:
     await asyncio.to_thread(_fresh, folder)
-    policy = _policy_for(plan.policy, instance)
+    general, source = plan.by_repo.get(instance.repo, (plan.policy, plan.policy_source))
+    policy = _policy_for(general, instance)
     how = EvalCommand(
         command=policy.verify.command,
         setup=tuple(policy.sandbox.setup),
@@ -156,7 +161,9 @@ async def _instance(
 
         async def attempt(number: int) -> Attempt:
             async with gate:
-                return await _attempt(plan, ports, instance, policy, how, base, folder, number)
+                return await _attempt(
+                    plan, ports, instance, (policy, source), how, base, folder, number
+                )
 
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(attempt(n)) for n in range(1, count + 1)]
@@ -213,12 +220,13 @@ async def _attempt(  # noqa: PLR0917 - one attempt's inputs, in the order they a
     plan: EvalPlan,
     ports: RunPorts,
     instance: Instance,
-    policy: EffectivePolicy,
+    policy_and_source: tuple[EffectivePolicy, str],
     how: EvalCommand,
     base: HostTree,
     folder: Path,
     number: int,
 ) -> Attempt:
+    policy, source = policy_and_source
     run_dir = folder / f"attempt-{number}"
     run_dir.mkdir()
 
@@ -238,7 +246,7 @@ async def _attempt(  # noqa: PLR0917 - one attempt's inputs, in the order they a
         out_dir=run_dir,
         repo=instance.repo,
         policy=policy,
-        policy_source=plan.policy_source,
+        policy_source=source,
         backend=plan.backend,
         python_env=plan.python_env,
         run_id=new_run_id(),
