@@ -167,7 +167,9 @@ async def test_the_per_repository_cap_bounds_attempts_at_once(world: World) -> N
     )
     world.deps.budget = AttemptBudget(worker=4, per_repo=2)
     _attempts_policy(world, 3)
-    lanes = Lanes([FIX, FIX, FIX], hold_until=3)
+    # The first two claims wait together for a third that the cap never lets start: long
+    # enough that the second attempt's sandbox and first turn arrive on a loaded machine.
+    lanes = Lanes([FIX, FIX, FIX], hold_until=3, hold_seconds=20)
     await _run(world, lanes)
     assert lanes.claimed == 3
     assert lanes.peak == 2
