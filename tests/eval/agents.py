@@ -10,10 +10,11 @@ from typing import Any, Literal
 from frognano.eval.instances import Instance
 from tests.fakes.model_server import Turn
 
-Behaviour = Literal["right", "wrong", "nothing", "tests_only"]
+Behaviour = Literal["right", "wrong", "nothing", "tests_only", "refused"]
 """right: the gold fix and a test of its own (the instance's new test, in a file of its own,
 as an agent that writes the same test would); wrong: an edit that fixes nothing; nothing: no change;
-tests_only: the test without the fix."""
+tests_only: the test without the fix; refused: the model server answers its first turn with
+an HTTP 400, so the run fails."""
 
 
 def _heredoc_apply(patch: str, name: str) -> str:
@@ -99,5 +100,7 @@ class Agents:
         if gate is not None:
             self.held.set()
             gate.wait(timeout=300)
+        if behaviour == "refused":
+            return Turn(status=400)
         command = script_for(instance, behaviour)
         return Turn(reasoning="Make the change.", calls=[("Bash", {"command": command})])

@@ -214,3 +214,35 @@ def test_a_stopped_run_resumes_and_never_redoes_a_finished_instance(
     assert INFL1 not in agents.requests  # never asked again
     assert finished.read_bytes() == kept
     assert again.summary["resolved_ids"] == [INFL1, TOOLZ2]
+
+
+def test_a_failed_run_is_an_error_and_is_run_again_on_resume(
+    dataset: Dataset, tmp_path: Path
+) -> None:
+    agents = Agents(dataset.instances, {INFL1: ["refused", "right"]})
+    out = tmp_path / "f"
+    with ScriptedModelServer(default=agents) as server:
+        first = run_eval(dataset.instances_path, dataset.repos, out, "--instance-ids", INFL1,
+                         server=server)  # fmt: skip
+        assert first.returncode == 0, first.stderr
+        assert first.summary["error_ids"] == [INFL1]  # never an empty patch
+        attempt = first.result(INFL1)["attempts"][0]
+        assert attempt["official"]["reason"].startswith("the agent's run failed: ")
+        assert attempt["error"]
+        again = run_eval(dataset.instances_path, dataset.repos, out, "--instance-ids", INFL1,
+                         server=server)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert again.summary["resolved_ids"] == [INFL1]
+    assert [b for _, b in agents.started] == ["refused", "right"]
+
+
+def test_no_model_server_stops_the_agent_run_before_any_instance(
+    dataset: Dataset, tmp_path: Path
+) -> None:
+    out = tmp_path / "n"
+    run = run_eval(dataset.instances_path, dataset.repos, out,
+                   env={"FROGNANO_MODEL_BASE_URL": "http://127.0.0.1:9/v1"})  # fmt: skip
+    assert run.returncode == 1
+    assert "no model server answers at http://127.0.0.1:9/v1" in run.stderr
+    assert "frognano model check" in run.stderr
+    assert not (out / "instances").exists()

@@ -100,8 +100,8 @@ def eval_command(  # noqa: PLR0917 - typer maps each parameter to an option
     limits), then SWE-bench's evaluation: the instance's test patch after the agent's patch,
     FAIL_TO_PASS and PASS_TO_PASS in a fresh sandbox. With --gold or --predictions, only the
     evaluation. Writes predictions.jsonl, summary.json, index.html and a folder per instance.
-    Exits 0 when every instance finished (1 with --gold when one is broken), 2 for bad
-    usage or configuration."""
+    Exits 0 when every instance finished (1 when no model server answers, or with --gold
+    when an instance is broken), 2 for bad usage or configuration."""
     from frognano.eval.instances import load_instances, select  # noqa: PLC0415
     from frognano.eval.records import Mode  # noqa: PLC0415
     from frognano.eval.runner import EvalPlan  # noqa: PLC0415

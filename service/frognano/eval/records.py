@@ -110,6 +110,12 @@ class InstanceResult(_Record):
     def resolved(self) -> bool:
         return self.status == "resolved"
 
+    @property
+    def complete(self) -> bool:
+        """No attempt's run failed (the model server, a sandbox, the base's check-out): a
+        resumed eval keeps it; one with a failed run is tried again."""
+        return not any(attempt.error for attempt in self.attempts)
+
 
 def write_result(folder: Path, result: InstanceResult) -> None:
     """Write result.json whole or not at all: a reader never sees half of it."""

@@ -32,9 +32,10 @@ from frognano.policy.models import EffectivePolicy, quantity_bytes
 from frognano.run.baselines import BaselineCache
 from frognano.run.collector import collector_files
 from frognano.run.job import SolveJob
-from frognano.run.pipeline import solve
+from frognano.run.pipeline import limits_for, solve
 from frognano.run.ports import RunPorts
 from frognano.run.ranking import strength_of
+from frognano.run.report import RunReport
 from frognano.run.runid import new_run_id
 from frognano.run.sandbox_policy import sandbox_spec
 from frognano.run.trees import HostTree
@@ -88,7 +89,7 @@ def instance_dir(out: Path, instance_id: str) -> Path:
 def finished(plan: EvalPlan) -> list[InstanceResult]:
     """The results on disk for the plan's instances (a finished one is never redone)."""
     found = (read_result(instance_dir(plan.out, i.instance_id)) for i in plan.instances)
-    return [r for r in found if r is not None]
+    return [r for r in found if r is not None and r.complete]
 
 
 async def run_eval(
@@ -104,6 +105,8 @@ async def run_eval(
             "policy sets environment.index_url): give the instances' dependencies with "
             "--python-env"
         )
+    if plan.mode == "agent":
+        await _check_model(ports, plan.policy)
     shown = events or EvalEvents()
     # At most `workers` instances checked out at once, and `workers` attempts running among
     # them: an instance's attempts share the budget with the others'.
@@ -114,7 +117,7 @@ async def run_eval(
     async def one(instance: Instance) -> None:
         folder = instance_dir(plan.out, instance.instance_id)
         done = None if plan.redo else read_result(folder)
-        if done is not None:
+        if done is not None and done.complete:
             results[instance.instance_id] = done
             shown.skipped(done)
             return
@@ -259,7 +262,13 @@ async def _attempt(  # noqa: PLR0917 - one attempt's inputs, in the order they a
     report = outcome.report
     diff = run_dir / "patch.diff"
     patch = diff.read_text(encoding="utf-8", errors="surrogateescape") if diff.is_file() else ""
-    official = await evaluate(instance, base, patch, how, sandbox)
+    failure = _run_failure(report)
+    if failure is not None:
+        # The run failed (the model server, a sandbox): an error, never an empty patch, and
+        # tried again when the eval is resumed.
+        official = _failed(number, f"the agent's run failed: {failure}").official
+    else:
+        official = await evaluate(instance, base, patch, how, sandbox)
     _write_test_output(run_dir, official)
     await asyncio.to_thread(_write_trajectory_page, run_dir)
     strength = strength_of(report)
@@ -279,9 +288,35 @@ async def _attempt(  # noqa: PLR0917 - one attempt's inputs, in the order they a
         completion_tokens=tokens["completion"],
         agent_seconds=report["durations"].get("agent", 0.0),
         stop_reason=report["stop_reason"],
-        error=report["error"],
+        error=failure,
         run_dir=run_dir.name,
     )
+
+
+_FAILED_STOPS = frozenset({"model_error", "sandbox_error", "cancelled"})
+"""How a run ends when something other than the model's choices stopped it."""
+
+
+def _run_failure(report: RunReport) -> str | None:
+    """Why the agent's run failed, or None when it ran (whatever it then produced)."""
+    if report["error"] is not None:
+        return report["error"]
+    stop = report["stop_reason"]
+    if stop in _FAILED_STOPS:
+        detail = report["stop_detail"]
+        return f"the agent stopped: {stop}" + (f" ({detail})" if detail else "")
+    return None
+
+
+async def _check_model(ports: RunPorts, policy: EffectivePolicy) -> None:
+    """Before any instance: a model server that does not answer stops the eval with what to
+    do (every instance would fail the same way, and be an error to run again)."""
+    session = ports.model(limits_for(policy.agent)[1])
+    try:
+        if session.base_url is not None:
+            await session.check(wait=False)
+    finally:
+        await session.aclose()
 
 
 async def _evaluation_sandbox(plan: EvalPlan, ports: RunPorts, policy: EffectivePolicy) -> Sandbox:
