@@ -246,3 +246,27 @@ def test_no_model_server_stops_the_agent_run_before_any_instance(
     assert "no model server answers at http://127.0.0.1:9/v1" in run.stderr
     assert "frognano model check" in run.stderr
     assert not (out / "instances").exists()
+
+
+@pytest.mark.parametrize(
+    ("more", "message"),
+    [
+        (("--gold", "--predictions", "{instances}"), "--gold and --predictions are two modes"),
+        (("--gold", "--attempts", "2"), "--attempts counts agent runs"),
+        (("--gold", "--filter", "("), "--filter is not a regular expression"),
+        (("--gold", "--instance-ids", "nope"), "--instance-ids names unknown instances: nope"),
+        (("--gold", "--out", "{instances}"), "is a file: name a folder"),
+    ],
+)
+def test_bad_usage_says_what_to_fix_and_writes_nothing(
+    dataset: Dataset, tmp_path: Path, more: tuple[str, ...], message: str
+) -> None:
+    argv = [m.format(instances=dataset.instances_path) for m in more]
+    out = tmp_path / "u"
+    if "--out" in argv:
+        argv = [a for a in argv if a != "--out"]
+        out = Path(argv.pop())  # the instances file itself
+    run = run_eval(dataset.instances_path, dataset.repos, out, *argv)
+    assert run.returncode == 2
+    assert message in " ".join(run.stderr.split())
+    assert not (tmp_path / "u").exists()

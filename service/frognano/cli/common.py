@@ -13,6 +13,7 @@ from collections.abc import Coroutine
 from typing import Any, NoReturn, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
@@ -87,3 +88,18 @@ def root_settings(ctx: typer.Context) -> Settings:
     if not isinstance(settings, Settings):  # only if a command is invoked without the root
         raise typer.Exit(2)
     return settings
+
+
+def with_model(settings: Settings, url: str | None, name: str | None) -> Settings:
+    """The settings with `--model-url` and `--model` applied, validated like the settings."""
+    overrides = {
+        key: value
+        for key, value in (("model_base_url", url), ("model_name", name))
+        if value is not None
+    }
+    if not overrides:
+        return settings
+    try:
+        return type(settings).model_validate({**settings.model_dump(), **overrides})
+    except ValidationError as exc:
+        fail(f"invalid --model-url or --model: {exc.errors()[0]['msg']}", 2)

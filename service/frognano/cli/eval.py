@@ -13,9 +13,9 @@ from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.cli.common import say as _say
+from frognano.cli.common import with_model
 from frognano.cli.options import PythonEnvOption, SandboxChoice
 from frognano.cli.policyfor import PolicyDirOption, policy_for
-from frognano.cli.solve import _with_model
 from frognano.errors import ConfigError
 from frognano.sandbox.registry import check_backend
 
@@ -111,7 +111,7 @@ def eval_command(  # noqa: PLR0917 - typer maps each parameter to an option
         _fail("--gold and --predictions are two modes: give one", 2)
     if attempts > 1 and (gold or predictions is not None):
         _fail("--attempts counts agent runs; --gold and --predictions have one patch each", 2)
-    settings = _with_model(_settings(ctx), model_url, model)
+    settings = with_model(_settings(ctx), model_url, model)
     try:
         backend = sandbox or settings.sandbox
         check_backend(backend)
@@ -144,11 +144,14 @@ def eval_command(  # noqa: PLR0917 - typer maps each parameter to an option
     except ConfigError as exc:
         _fail(str(exc), 2)
     policy, source = next(iter(by_repo.values()))
+    run_dir = out if out is not None else Path("frognano-eval") / instances_file.stem
+    if run_dir.exists() and not run_dir.is_dir():
+        _fail(f"--out {run_dir} is a file: name a folder (new, or an earlier run to resume)", 2)
     folder = settings.baseline_cache_dir()
     plan = EvalPlan(
         instances=tuple(chosen),
         repos=repos,
-        out=out if out is not None else Path("frognano-eval") / instances_file.stem,
+        out=run_dir,
         mode=mode,
         model_name=name,
         policy=policy,

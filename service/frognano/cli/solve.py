@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
 from frognano.cli.common import console as _console
@@ -14,6 +13,7 @@ from frognano.cli.common import fail as _fail
 from frognano.cli.common import root_settings as _settings
 from frognano.cli.common import run as _run
 from frognano.cli.common import say as _say
+from frognano.cli.common import with_model
 from frognano.cli.options import PythonEnvOption, RepoVenvOption, SandboxChoice
 from frognano.cli.policyfor import (
     IndexUrlOption,
@@ -31,21 +31,6 @@ if TYPE_CHECKING:
     from frognano.run.baselines import BaselineCache
     from frognano.run.pipeline import SolveOutcome
     from frognano.run.report import ReplayRecord
-
-
-def _with_model(settings: Settings, url: str | None, name: str | None) -> Settings:
-    """The settings with `--model-url` and `--model` applied, validated like the settings."""
-    overrides = {
-        key: value
-        for key, value in (("model_base_url", url), ("model_name", name))
-        if value is not None
-    }
-    if not overrides:
-        return settings
-    try:
-        return type(settings).model_validate({**settings.model_dump(), **overrides})
-    except ValidationError as exc:
-        _fail(f"invalid --model-url or --model: {exc.errors()[0]['msg']}", 2)
 
 
 def _read_issue(path: Path, title: str | None) -> tuple[str, str]:
@@ -177,7 +162,7 @@ def solve_command(  # noqa: PLR0917 - typer maps each parameter to an argument o
     from frognano.run.runid import new_run_id  # noqa: PLC0415
 
     settings = _settings(ctx)
-    settings = _with_model(settings, model_url, model)
+    settings = with_model(settings, model_url, model)
     issue_title, body = _read_issue(issue_file, title)
     name = repo or repo_name(repo_dir)
     try:
