@@ -23,7 +23,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -167,32 +167,43 @@ def download_wheels(dest: Path, requirements: Sequence[str]) -> list[Path]:
     # Which wheel PyPI offers depends on the interpreter and platform as well as the list.
     key = json.dumps([sorted(requirements), sys.implementation.cache_tag, sysconfig.get_platform()])
     folder = dest / hashlib.sha256(key.encode()).hexdigest()[:16]
-    if not folder.is_dir():
-        dest.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=dest))
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
-                 "--index-url", "https://pypi.org/simple", "--dest", str(partial),
-                 *requirements],
-                env=pip_environment(no_cache=False), capture_output=True, text=True,
-                timeout=600, check=False,
-            )  # fmt: skip
-            if done.returncode != 0:
-                raise RuntimeError(f"pip download {' '.join(requirements)}:\n{done.stderr}")
-            unpinned = sorted(
-                {normalize(wheel_metadata(w)["Name"]) for w in partial.glob("*.whl")} - pinned
-            )
-            if unpinned:
-                raise ValueError(f"dependencies not pinned in the list: {', '.join(unpinned)}")
-            try:
-                partial.rename(folder)  # complete or absent: a killed run leaves no half folder
-            except OSError:
-                if not folder.is_dir():  # not just another run that finished first
-                    raise
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
+
+    def fill(partial: Path) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
+             "--index-url", "https://pypi.org/simple", "--dest", str(partial),
+             *requirements],
+            env=pip_environment(no_cache=False), capture_output=True, text=True,
+            timeout=600, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"pip download {' '.join(requirements)}:\n{done.stderr}")
+        unpinned = sorted(
+            {normalize(wheel_metadata(w)["Name"]) for w in partial.glob("*.whl")} - pinned
+        )
+        if unpinned:
+            raise ValueError(f"dependencies not pinned in the list: {', '.join(unpinned)}")
+
+    filled_once(folder, fill)
     return sorted(folder.glob("*.whl"))
+
+
+def filled_once(folder: Path, fill: Callable[[Path], None]) -> None:
+    """Make `folder` with `fill` (given an empty folder beside it) unless it exists: complete
+    or absent, since a killed run leaves no half folder, and two runs at once both succeed."""
+    if folder.is_dir():
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
+    try:
+        fill(partial)
+        try:
+            partial.rename(folder)
+        except OSError:
+            if not folder.is_dir():  # not just another run that finished first
+                raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from tests.packageindex import pip_environment
+from tests.packageindex import filled_once, pip_environment
 
 # Downloaded sdists, kept across runs next to the wheels (tests/packageindex.py's WHEEL_CACHE).
 SDIST_CACHE = (
@@ -40,33 +38,26 @@ def download_sdist(dest: Path, release: Pinned) -> Path:
     with pip (`--require-hashes`) the first time and checked again on every later call."""
     folder = dest / f"{release.name}-{release.version}-{release.sha256[:16]}"
     spec = f"{release.name}=={release.version}"
-    if not folder.is_dir():
-        dest.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=dest))
-        try:
-            requirements = partial / "requirements.txt"
-            requirements.write_text(f"{spec} --hash=sha256:{release.sha256}\n", encoding="utf-8")
-            done = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                 "--no-binary", ":all:", "--require-hashes", "-r", str(requirements),
-                 "--index-url", "https://pypi.org/simple", "--dest", str(partial)],
-                env=pip_environment(no_cache=False), capture_output=True, text=True,
-                timeout=600, check=False,
-            )  # fmt: skip
-            if done.returncode != 0:
-                raise RuntimeError(
-                    f"cannot download the sdist of {spec} (SHA-256 {release.sha256}) from "
-                    f"PyPI into {dest}; these tests need it once, then reuse the cache:\n"
-                    f"{done.stderr.strip()}"
-                )
-            requirements.unlink()
-            try:
-                partial.rename(folder)  # complete or absent: a killed run leaves no half folder
-            except OSError:
-                if not folder.is_dir():  # not just another run that finished first
-                    raise
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
+
+    def fill(partial: Path) -> None:
+        requirements = partial / "requirements.txt"
+        requirements.write_text(f"{spec} --hash=sha256:{release.sha256}\n", encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--no-binary", ":all:", "--require-hashes", "-r", str(requirements),
+             "--index-url", "https://pypi.org/simple", "--dest", str(partial)],
+            env=pip_environment(no_cache=False), capture_output=True, text=True,
+            timeout=600, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"cannot download the sdist of {spec} (SHA-256 {release.sha256}) from "
+                f"PyPI into {dest}; these tests need it once, then reuse the cache:\n"
+                f"{done.stderr.strip()}"
+            )
+        requirements.unlink()
+
+    filled_once(folder, fill)
     found = sorted(folder.glob("*.tar.gz"))
     # Checked on every use: a cache is a folder anyone can write to.
     if len(found) != 1 or sha256_of(found[0]) != release.sha256:
