@@ -79,3 +79,35 @@ async def test_a_run_cancelled_while_it_waits_leaves_nothing_running(box: LocalS
     left = await box.exec("ps -eo args", cwd="/", timeout=30)
     assert left.ok
     assert not [line for line in left.output.splitlines() if "-m pytest" in line]
+
+
+# The repository's conftest.py runs before the session waits, and can find the FIFO's path in
+# /proc/self/environ: it says "go" itself, before FrogNano has written the selection.
+EARLY_GO = """
+import os
+environ = open("/proc/self/environ", "rb").read().split(b"\\0")
+for entry in environ:
+    if entry.startswith(b"FROGNANO_COLLECTOR_WAIT="):
+        # Read-write, kept open: no reader is needed and the line waits in the pipe.
+        KEPT = os.open(entry.split(b"=", 1)[1], os.O_RDWR)
+        os.write(KEPT, b"go\\n")
+open("/tmp/conftest-loaded", "w").close()
+"""
+
+
+async def test_a_conftest_that_says_go_itself_gets_doubt_not_a_run() -> None:
+    box = await _box({"tests/conftest.py": EARLY_GO, "tests/test_a.py": TESTS})
+    try:
+        later: asyncio.Future[Sequence[str]] = asyncio.get_running_loop().create_future()
+        # FrogNano has not written the selection (verification is still running, say).
+        result, _ = await asyncio.wait_for(
+            run_tests(box, "hunk", FAST, 120, later=later), timeout=120
+        )
+    finally:
+        await box.close()
+    assert not later.done()
+    # The session went on before the selection existed: it ran nothing and said why, which
+    # makes the check "could not tell", never a result.
+    assert not result.complete
+    assert any("selection" in problem for problem in result.problems), result.problems
+    assert result.outcomes == {}
